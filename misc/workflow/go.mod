@@ -1,0 +1,3 @@
+module fpsafe.dev/misc/workflow
+
+go 1.27
