@@ -1,0 +1,119 @@
+// Package sched benchmarks goroutine switches and creation, the paths that
+// goroutine lineage touches: a fork that records lineage at every switch or
+// every `go` statement pays for it here.
+package sched
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"fpsafe/benchmarks/internal/workload"
+)
+
+// BenchmarkChanPingPong is one round trip (two goroutine switches) between
+// two goroutines over unbuffered channels per op.
+func BenchmarkChanPingPong(b *testing.B) {
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v
+		}
+		close(pong)
+	}()
+	b.ResetTimer()
+	for i := range b.N {
+		ping <- i
+		<-pong
+	}
+	b.StopTimer()
+	close(ping)
+	<-pong
+}
+
+// BenchmarkPingPongHog measures switches on one P while a CPU-bound
+// goroutine competes for it, like the runtime's own BenchmarkPingPongHog:
+// the ping-pong pair hands the P back and forth through runnext, and the
+// hog runs only when preempted in. One op is one round trip.
+func BenchmarkPingPongHog(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var stop atomic.Bool
+	hogDone := make(chan struct{})
+	go func() {
+		for !stop.Load() {
+			for i := 0; i < 1000; i++ {
+				workload.Sink = nil
+			}
+		}
+		close(hogDone)
+	}()
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v
+		}
+		close(pong)
+	}()
+	// Let the hog start and be preempted at least once.
+	runtime.Gosched()
+	b.ResetTimer()
+	for i := range b.N {
+		ping <- i
+		<-pong
+	}
+	b.StopTimer()
+	close(ping)
+	<-pong
+	stop.Store(true)
+	<-hogDone
+}
+
+// BenchmarkCreateGoroutine creates one goroutine per op from a 20-deep
+// stack; the goroutines do nothing, and the timer stops once all have
+// exited. Upstream's GODEBUG=tracebackancestors=N unwinds the creating
+// stack at every `go`, so its cost grows with this depth.
+func BenchmarkCreateGoroutine(b *testing.B) {
+	b.Run("depth=20", func(b *testing.B) {
+		workload.AtDepth(20, func() {
+			b.ResetTimer()
+			createBatches(b.N)
+			b.StopTimer()
+		})
+	})
+}
+
+// createBatches creates n goroutines from the caller's stack, in batches
+// so that at most createBatch of them exist at once.
+func createBatches(n int) {
+	var wg sync.WaitGroup
+	for done := 0; done < n; done += createBatch {
+		k := min(createBatch, n-done)
+		wg.Add(k)
+		for range k {
+			go wg.Done()
+		}
+		wg.Wait()
+	}
+}
+
+const createBatch = 64
+
+// BenchmarkCreateGoroutineChain measures lineage bookkeeping across
+// generations: each op is a goroutine that starts the next one, so every
+// creation happens in a goroutine that is itself a descendant, up to b.N
+// generations deep.
+func BenchmarkCreateGoroutineChain(b *testing.B) {
+	done := make(chan struct{})
+	var step func(n int)
+	step = func(n int) {
+		if n == 0 {
+			close(done)
+			return
+		}
+		go step(n - 1)
+	}
+	b.ResetTimer()
+	go step(b.N)
+	<-done
+}

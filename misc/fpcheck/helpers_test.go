@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	fpcheckBin string // built once by TestMain
+	tmpRoot    string
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("FPCHECK_FAKE"); mode != "" {
+		os.Exit(fakeProgram(mode))
+	}
+	var err error
+	tmpRoot, err = os.MkdirTemp("", "fpcheck-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fpcheckBin = filepath.Join(tmpRoot, "fpcheck")
+	out, err := exec.Command(goTool(), "build", "-o", fpcheckBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building fpcheck: %v\n%s", err, out)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(tmpRoot)
+	os.Exit(code)
+}
+
+// goTool is the go command of the toolchain running the tests.
+func goTool() string {
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+var upstream struct {
+	once  sync.Once
+	goBin string
+	why   string
+}
+
+// upstreamGo returns the go command of pristine go1.27.3 from the module
+// cache (fetched through the toolchain mechanism), or skips the test.
+func upstreamGo(t *testing.T) string {
+	upstream.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, goTool(), "env", "GOROOT")
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=go1.27.3")
+		out, err := cmd.Output()
+		if err != nil {
+			upstream.why = fmt.Sprintf("upstream go1.27.3 unavailable (GOTOOLCHAIN=go1.27.3 go env GOROOT: %v)", err)
+			return
+		}
+		root := strings.TrimSpace(string(out))
+		if v, err := os.ReadFile(filepath.Join(root, "VERSION")); err != nil || !strings.HasPrefix(string(v), "go1.27.3\n") && string(v) != "go1.27.3" {
+			upstream.why = "GOTOOLCHAIN=go1.27.3 did not give pristine go1.27.3 at " + root
+			return
+		}
+		upstream.goBin = filepath.Join(root, "bin", "go")
+	})
+	if upstream.goBin == "" {
+		t.Skip(upstream.why)
+	}
+	return upstream.goBin
+}
+
+// build builds the package pkg (relative to the module) with goBin into a
+// temporary file and returns its path.
+func build(t *testing.T, goBin, pkg, name string, env []string, flags ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	args := append([]string{"build", "-o", out}, flags...)
+	args = append(args, pkg)
+	cmd := exec.Command(goBin, args...)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	cmd.Env = append(cmd.Env, env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", goBin, strings.Join(args, " "), err, b)
+	}
+	return out
+}
+
+// fpcheck runs the built fpcheck and returns its exit code and output.
+func fpcheck(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, fpcheckBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("fpcheck %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+func haveCgo(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if _, err := exec.LookPath("cc"); err != nil {
+			t.Skip("no C compiler: cgo programs cannot be built")
+		}
+	}
+}

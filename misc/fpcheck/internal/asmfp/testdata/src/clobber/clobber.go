@@ -1,0 +1,4 @@
+// Package clobber holds assembly for the asmfp analyzers' tests.
+package clobber
+
+func f()

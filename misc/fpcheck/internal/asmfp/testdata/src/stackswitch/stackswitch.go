@@ -1,0 +1,4 @@
+// Package stackswitch holds assembly for the asmfp analyzers' tests.
+package stackswitch
+
+func f()

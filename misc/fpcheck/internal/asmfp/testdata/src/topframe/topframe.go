@@ -1,0 +1,4 @@
+// Package topframe holds assembly for the asmfp analyzers' tests.
+package topframe
+
+func f()

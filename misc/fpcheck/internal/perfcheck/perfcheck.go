@@ -1,0 +1,378 @@
+// Package perfcheck records a command with perf's frame-pointer call graphs
+// and checks every user-space chain: each frame symbolizable (Go code through
+// the binary's pclntab, other code through perf's ELF symbols), each Go return
+// address just after a call instruction, no loops, and the outermost frame a
+// documented root.
+//
+// Chains whose leaf (the sampled PC) is outside Go code, is a Go function
+// without a frame record called from outside Go code, or is a C entry point
+// (crosscall2, sigtramp, ...) still on C's frame pointer, are counted but not
+// judged: code built without frame pointers (cgo's C at -O2, libc) leaves the
+// frame-pointer register to whatever it holds, so no frame-pointer unwinder
+// can start correctly there, and nothing Go does can change that.
+package perfcheck
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"fpsafe/fpcheck/internal/boundary"
+)
+
+// Roots are the functions at which a user-space frame-pointer chain may end,
+// with why the chain ends there.
+var Roots = map[string]string{
+	"runtime.goexit":              "bottom of every goroutine",
+	"runtime.mstart":              "thread root of Go-created threads (clears the frame pointer)",
+	"runtime.rt0_go":              "process entry (clears the frame pointer)",
+	"runtime.mcall":               "switch to g0 that clears the frame pointer",
+	"runtime.morestack":           "switch to g0 that clears the frame pointer",
+	"runtime.sigtramp":            "signal handler entry",
+	"runtime.cgoSigtramp":         "signal handler entry (cgo)",
+	"runtime.sigprofNonGoWrapper": "SIGPROF on a thread not created by Go",
+	"crosscall2":                  "C-to-Go entry on a thread without a goroutine above (C-created thread)",
+	"runtime.cgocallback":         "C-to-Go entry on a thread without a goroutine above",
+	"_rt0_amd64":                  "process entry",
+	"_rt0_arm64":                  "process entry",
+	"_rt0_amd64_linux":            "process entry",
+	"_rt0_arm64_linux":            "process entry",
+	"_start":                      "C process entry",
+	"__libc_start_main":           "C process entry",
+	"__libc_start_call_main":      "C process entry",
+	"start_thread":                "C thread root (glibc)",
+	"clone":                       "C thread root (glibc)",
+	"clone3":                      "C thread root (glibc)",
+}
+
+// Frame is one entry of a perf call chain, as perf script prints it.
+type Frame struct {
+	Addr uint64 // offset in DSO for mapped code, else the raw address
+	Sym  string // perf's symbol, "[unknown]" if none
+	DSO  string
+}
+
+// Sample is one perf sample with its call chain, leaf first.
+type Sample struct {
+	Comm   string
+	TID    int
+	Frames []Frame
+}
+
+// ErrNoPerf and ErrRefused explain why perf cannot be used.
+var (
+	ErrNoPerf  = errors.New("perf not found in PATH (Debian: apt-get install linux-perf)")
+	ErrRefused = errors.New("perf_event_open refused")
+)
+
+// Probe checks that perf exists and may sample. dir receives a scratch file.
+func Probe(dir string) (string, error) {
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		return "", ErrNoPerf
+	}
+	out, err := exec.Command(perf, "record", "-q", "-e", "cpu-clock", "--call-graph", "fp", "-o", filepath.Join(dir, "probe.data"), "--", "true").CombinedOutput()
+	os.Remove(filepath.Join(dir, "probe.data"))
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		low := strings.ToLower(msg)
+		if strings.Contains(low, "permission") || strings.Contains(low, "paranoid") || strings.Contains(low, "access to performance monitoring") || strings.Contains(low, "not permitted") {
+			para, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+			return "", fmt.Errorf("%w (kernel.perf_event_paranoid=%s; run as root or lower it): %s", ErrRefused, strings.TrimSpace(string(para)), firstLine(msg))
+		}
+		return "", fmt.Errorf("perf record does not work here: %s", firstLine(msg))
+	}
+	return perf, nil
+}
+
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return s
+}
+
+// ParseScript reads `perf script -F comm,tid,ip,sym,dso` output.
+func ParseScript(r io.Reader) ([]Sample, error) {
+	var out []Sample
+	var cur *Sample
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			cur = nil
+			continue
+		}
+		if line[0] != '\t' && line[0] != ' ' {
+			if strings.Contains(line, "PERF_RECORD_") {
+				cur = nil
+				continue
+			}
+			f := strings.Fields(line)
+			s := Sample{}
+			if len(f) >= 2 {
+				s.Comm = strings.Join(f[:len(f)-1], " ")
+				tid := f[len(f)-1]
+				if i := strings.IndexByte(tid, '/'); i >= 0 {
+					tid = tid[i+1:]
+				}
+				s.TID, _ = strconv.Atoi(tid)
+			}
+			out = append(out, s)
+			cur = &out[len(out)-1]
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		t := strings.TrimSpace(line)
+		addrS, rest, _ := strings.Cut(t, " ")
+		addr, err := strconv.ParseUint(addrS, 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad perf script line %q", line)
+		}
+		fr := Frame{Addr: addr, Sym: "[unknown]"}
+		rest = strings.TrimSpace(rest)
+		if i := strings.LastIndex(rest, " ("); i >= 0 && strings.HasSuffix(rest, ")") {
+			fr.DSO = rest[i+2 : len(rest)-1]
+			rest = rest[:i]
+		} else if strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ")") {
+			fr.DSO = rest[1 : len(rest)-1]
+			rest = ""
+		}
+		if rest != "" {
+			fr.Sym = rest
+		}
+		cur.Frames = append(cur.Frames, fr)
+	}
+	return out, sc.Err()
+}
+
+// Kind classifies a checked chain.
+type Kind string
+
+const (
+	OK            Kind = "ok"
+	Unsymbolized  Kind = "unsymbolizable frame"
+	NotReturnSite Kind = "return address not after a call"
+	Loop          Kind = "loop"
+	BadRoot       Kind = "ends at a non-root"
+	Truncated     Kind = "truncated at perf's depth limit"
+	CLeaf         Kind = "leaf in C or C-to-Go entry (not judged)"
+	KernelOnly    Kind = "kernel only"
+)
+
+// Violation reports whether k counts against the program.
+func (k Kind) Violation() bool {
+	return k == Unsymbolized || k == NotReturnSite || k == Loop || k == BadRoot
+}
+
+func isKernel(f Frame) bool {
+	return f.Addr >= 0xffff800000000000 || strings.HasPrefix(f.DSO, "[kernel") || f.DSO == "[vdso]" && false
+}
+
+// Result is the outcome over all samples.
+type Result struct {
+	Samples    int
+	Kinds      map[Kind]int
+	Roots      map[string]int
+	Examples   map[Kind][]string
+	AnyBadLike int // samples with an unsymbolizable frame or a loop anywhere, C leaves included
+}
+
+// Checker symbolizes frames.
+type Checker struct {
+	MaxStack int
+	sym      *symbolizer
+}
+
+// NewChecker returns a checker; maxStack is perf's chain depth limit.
+func NewChecker(maxStack int) *Checker {
+	return &Checker{MaxStack: maxStack, sym: newSymbolizer()}
+}
+
+// Check classifies every sample.
+func (c *Checker) Check(samples []Sample) *Result {
+	r := &Result{Kinds: map[Kind]int{}, Roots: map[string]int{}, Examples: map[Kind][]string{}}
+	for i := range samples {
+		k, root, detail, badLike := c.check(&samples[i])
+		r.Samples++
+		r.Kinds[k]++
+		if badLike {
+			r.AnyBadLike++
+		}
+		if k == OK {
+			r.Roots[root]++
+		}
+		if k != OK && k != KernelOnly && len(r.Examples[k]) < 5 {
+			r.Examples[k] = append(r.Examples[k], detail)
+		}
+	}
+	return r
+}
+
+type resolved struct {
+	name    string // "" if unsymbolizable
+	goCode  bool
+	retOK   bool   // for Go frames: the address follows a call instruction
+	noFrame bool   // for a Go leaf: no frame record of its own at this PC
+	off     uint64 // for Go frames: offset of the address in the function
+}
+
+func (c *Checker) check(s *Sample) (kind Kind, root, detail string, badLike bool) {
+	var user []Frame
+	for _, f := range s.Frames {
+		if !isKernel(f) {
+			user = append(user, f)
+		}
+	}
+	if len(user) == 0 {
+		return KernelOnly, "", "", false
+	}
+	res := make([]resolved, len(user))
+	for i, f := range user {
+		injected := i > 0 && (res[i-1].name == "runtime.asyncPreempt" || res[i-1].name == "runtime.sigpanic")
+		res[i] = c.sym.resolve(f, i > 0, injected)
+	}
+	chain := func(upto int) string {
+		var parts []string
+		for i := 0; i < len(user) && i < upto; i++ {
+			n := res[i].name
+			if n == "" {
+				n = fmt.Sprintf("%#x(%s)", user[i].Addr, filepath.Base(user[i].DSO))
+			}
+			parts = append(parts, n)
+		}
+		if len(user) > upto {
+			parts = append(parts, fmt.Sprintf("... (%d frames)", len(user)))
+		}
+		return fmt.Sprintf("%s/%d: %s", s.Comm, s.TID, strings.Join(parts, " <- "))
+	}
+	truncated := len(s.Frames) >= c.MaxStack-2
+	loop := false
+	if truncated && len(user) >= 16 {
+		distinct := map[uint64]bool{}
+		valid := true
+		for i := len(user) - 16; i < len(user); i++ {
+			distinct[user[i].Addr] = true
+			if res[i].name == "" || res[i].goCode && !res[i].retOK {
+				valid = false
+			}
+		}
+		loop = len(distinct) <= 4 && !valid
+	}
+	for i := range res {
+		if res[i].name == "" {
+			badLike = true
+		}
+	}
+	badLike = badLike || loop
+	// A Go leaf without a frame record leaves the chain to its caller: when
+	// that is not Go (assembly called from C, such as _cgo_topofstack), the
+	// chain is C's.
+	// So does a sample inside a C entry point (crosscall2, sigtramp, ...),
+	// which runs with C's frame pointer until it ends the chain.
+	_, cEntry := boundary.CABIEntries[res[0].name]
+	if !res[0].goCode || cEntry || res[0].noFrame && len(res) > 1 && !res[1].goCode {
+		return CLeaf, "", chain(8), badLike
+	}
+	if loop {
+		return Loop, "", chain(12), badLike
+	}
+	for i := range res {
+		if res[i].name == "" {
+			return Unsymbolized, "", fmt.Sprintf("frame %d: %s", i, chain(i+3)), badLike
+		}
+		// Under a leaf without a frame record the unwinder skips the leaf's
+		// caller, which may be an injected frame (sigpanic, asyncPreempt).
+		skipped := i == 1 && res[0].noFrame
+		if i > 0 && res[i].goCode && !res[i].retOK && !skipped {
+			return NotReturnSite, "", fmt.Sprintf("frame %d (%s+%#x): %s", i, res[i].name, res[i].off, chain(i+3)), badLike
+		}
+	}
+	last := res[len(res)-1].name
+	if _, ok := Roots[last]; ok {
+		return OK, last, "", badLike
+	}
+	if len(res) == 1 && res[0].noFrame {
+		return OK, "(goroutine entry without a frame yet)", "", badLike
+	}
+	if truncated {
+		return Truncated, "", chain(6), badLike
+	}
+	return BadRoot, "", fmt.Sprintf("ends at %s: %s", last, chain(len(user))), badLike
+}
+
+// Write prints the tables.
+func (r *Result) Write(w io.Writer) {
+	fmt.Fprintf(w, "fpcheck perf: %d samples\n", r.Samples)
+	kinds := []Kind{OK, Unsymbolized, NotReturnSite, Loop, BadRoot, Truncated, CLeaf, KernelOnly}
+	fmt.Fprintf(w, "  %-40s %8s\n", "CHAIN", "SAMPLES")
+	for _, k := range kinds {
+		mark := ""
+		if k.Violation() && r.Kinds[k] > 0 {
+			mark = "  VIOLATION"
+		}
+		fmt.Fprintf(w, "  %-40s %8d%s\n", k, r.Kinds[k], mark)
+	}
+	fmt.Fprintf(w, "  user-space samples with an unsymbolizable or looping frame anywhere (C leaves included): %d of %d\n", r.AnyBadLike, r.Samples-r.Kinds[KernelOnly])
+	var roots []string
+	for k := range r.Roots {
+		roots = append(roots, k)
+	}
+	sort.Slice(roots, func(i, j int) bool { return r.Roots[roots[i]] > r.Roots[roots[j]] })
+	fmt.Fprintf(w, "  %-40s %8s\n", "ROOT (good chains)", "SAMPLES")
+	for _, k := range roots {
+		fmt.Fprintf(w, "  %-40s %8d\n", k, r.Roots[k])
+	}
+	for _, k := range kinds {
+		for _, e := range r.Examples[k] {
+			if k.Violation() || k == Truncated {
+				fmt.Fprintf(w, "%s: %s\n", k, e)
+			}
+		}
+	}
+	fmt.Fprintf(w, "fpcheck perf: %d violations\n", r.Violations())
+}
+
+// Violations counts samples whose chain violates a rule.
+func (r *Result) Violations() int {
+	n := 0
+	for k, v := range r.Kinds {
+		if k.Violation() {
+			n += v
+		}
+	}
+	return n
+}
+
+// Names returns the resolved names of s's user-space frames, leaf first
+// ("?" for frames that do not resolve).
+func (c *Checker) Names(s *Sample) []string {
+	var out []string
+	prev := ""
+	for _, f := range s.Frames {
+		if isKernel(f) {
+			continue
+		}
+		injected := prev == "runtime.asyncPreempt" || prev == "runtime.sigpanic"
+		r := c.sym.resolve(f, len(out) > 0, injected)
+		n := r.name
+		if n == "" {
+			n = "?"
+		}
+		out = append(out, n)
+		prev = r.name
+	}
+	return out
+}

@@ -1,0 +1,179 @@
+// Command fpcheck verifies that frame-pointer chains in Go programs end or
+// link correctly: statically in assembly source (an analysis driver, also
+// usable as go vet -vettool), in built binaries, and dynamically.
+//
+// Usage:
+//
+//	fpcheck [-json] [-test] PACKAGES       analyse the assembly of PACKAGES
+//	go vet -vettool=$(which fpcheck) PACKAGES
+//	fpcheck binary [-v] [-d FUNC] FILE...  check Go ELF binaries (amd64, arm64)
+//	fpcheck run [-timeout D] [-q] -- CMD ARGS
+//	fpcheck perf [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS
+//
+// Exit status: 0 clean, 1 findings, 2 usage or input error (bad file, not
+// ELF, not Go, unsupported architecture, perf missing or refused, a program
+// that crashed, timed out or printed no report).
+//
+// # Source mode
+//
+// Three analyzers (package internal/asmfp) read the .s files of each package,
+// package runtime included, for amd64 and arm64, following every path
+// through each TEXT block (labels, n(PC) branches, macros from #define and
+// #include'd headers, #ifdef GOOS_/GOARCH_):
+//
+//   - fptopframe: a TOPFRAME function, or a function entered from C or the
+//     kernel (crosscall2, sigtramp, cgoSigtramp, sigprofNonGoWrapper,
+//     _rt0_*_lib), calls before clearing the frame pointer or setting it to a
+//     deliberate link; a C entry changes the frame pointer before saving it
+//     (it is callee-saved in the C ABI).
+//   - fpstackswitch: after SP is loaded from memory or from a register not
+//     derived from SP, a call is made before the frame pointer is written.
+//   - fpclobber: x/tools' framepointer check (a frameless function writes
+//     the frame pointer before reading it), also in package runtime; a clear
+//     or link after which the function never returns (a context switch) and
+//     a reload of a saved gobuf.bp are accepted.
+//
+// Accepted patterns: clear before the call (MOVQ $0, BP / XORL BP, BP /
+// MOVD $0, R29 / MOVD ZR, R29); save the callee-saved registers, then clear;
+// a deliberate link, either a load of the frame pointer from memory after
+// the switch or a "// fpcheck:link <why>" comment on the TEXT line, the
+// switch or the call. The runtime's own deliberate links (systemstack,
+// asmcgocall, the vDSO calls, racecall, the crash stack) are listed, with
+// reasons, in internal/boundary, shared with binary mode.
+//
+// # Binary mode
+//
+// fpcheck binary finds the pclntab (.gopclntab, or by its magic) and the
+// text base (moduledata, found as the word pointing at the pclntab, or its
+// relocation in PIE binaries), so stripped binaries work. It decodes the
+// machine code of every TOPFRAME function, every function entered from C,
+// and every function that writes SP (the SPWRITE flag, plus runtime.clone),
+// and applies the same three rules on every path of the decoded control-flow
+// graph. One line per finding (function+offset, address, rule, instruction),
+// then a table of the checked functions.
+//
+// # Dynamic modes
+//
+// fpcheck run appends fpunwindcheck=1 to GODEBUG, copies the program's
+// output, and parses the runtime's report (see internal/runcheck): a line
+// per mismatch with the first differing frame symbolized, a table per site,
+// the total. A Go binary whose runtime has no such setting (no
+// "fpunwindcheck" string in the binary, e.g. built by upstream Go) is named
+// as such.
+//
+// fpcheck perf runs perf record -e cpu-clock --call-graph fp, then perf
+// script, and checks each user-space chain (see internal/perfcheck): Go frames
+// are symbolized through the binary's pclntab, others through perf's ELF
+// symbols; every Go return address must follow a call instruction (except
+// goexit+PCQuantum and the PCs injected by asyncPreempt and sigpanic); no
+// loop; the outermost frame must be a documented root (perfcheck.Roots:
+// runtime.goexit, mstart, rt0_go, mcall, morestack, sigtramp, cgoSigtramp,
+// sigprofNonGoWrapper, crosscall2 and cgocallback for C-created threads,
+// _rt0_*, and for C threads _start, __libc_start_main, start_thread, clone,
+// clone3). Chains whose leaf is C code are counted but not judged: C built
+// without frame pointers leaves the register to its own use.
+//
+// # Tests
+//
+// go test ./... in this module runs the analyzers' analysistest suites (both
+// architectures), go vet -vettool over a planted violation, binary mode over
+// programs built by this toolchain and by upstream go1.27.3 (cgo, stripped,
+// PIE, arm64), fpcheck run over a fake program and over the stress corpus in
+// testdata/stress (skipped, with the reason, when the toolchain's runtime
+// lacks GODEBUG=fpunwindcheck), and fpcheck perf over the stress corpus. The
+// perf test asserts zero violations, and that callback samples reach the
+// goroutine's frames above the cgo call, only when fpcheck binary is clean on
+// the stress binary (the toolchain has the boundary fixes); otherwise it
+// reports what it found.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/tools/go/analysis/checker"
+	"golang.org/x/tools/go/analysis/unitchecker"
+	"golang.org/x/tools/go/packages"
+
+	"fpsafe/fpcheck/internal/asmfp"
+)
+
+func main() {
+	args := os.Args[1:]
+	if len(args) > 0 {
+		if cmd, ok := subcommands[args[0]]; ok {
+			os.Exit(cmd(args[1:]))
+		}
+	}
+	// go vet -vettool speaks the unitchecker protocol: -V=full, -flags, or a
+	// single .cfg file describing one package.
+	for _, a := range args {
+		if a == "-V=full" || a == "-V" || a == "-flags" || strings.HasSuffix(a, ".cfg") {
+			unitchecker.Main(asmfp.Analyzers...)
+		}
+	}
+	os.Exit(analyze(args))
+}
+
+// analyze is the standalone analysis driver.
+func analyze(args []string) int {
+	fs := flag.NewFlagSet("fpcheck", flag.ContinueOnError)
+	jsonOut := fs.Bool("json", false, "print diagnostics as JSON")
+	tests := fs.Bool("test", false, "also analyse test packages")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: fpcheck [-json] [-test] PACKAGES\n"+
+			"       go vet -vettool=$(which fpcheck) PACKAGES\n"+
+			"       fpcheck binary [-v] [-d FUNC] FILE...\n"+
+			"       fpcheck run [-timeout D] [-q] -- CMD ARGS...\n"+
+			"       fpcheck perf [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n\n"+
+			"Analyses Go assembly (amd64, arm64) for frame-pointer chains that do not end or\n"+
+			"link where they must. Analyzers:\n")
+		for _, a := range asmfp.Analyzers {
+			fmt.Fprintf(fs.Output(), "  %-14s %s\n", a.Name, strings.SplitN(a.Doc, "\n", 2)[0])
+		}
+		fmt.Fprintf(fs.Output(), "\nExit status: 0 clean, 1 findings, 2 usage or input error.\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	cfg := &packages.Config{Mode: packages.LoadSyntax, Tests: *tests}
+	pkgs, err := packages.Load(cfg, fs.Args()...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fpcheck: %v\n", err)
+		return exitUsage
+	}
+	if n := packages.PrintErrors(pkgs); n > 0 {
+		return exitUsage
+	}
+	g, err := checker.Analyze(asmfp.Analyzers, pkgs, nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fpcheck: %v\n", err)
+		return exitUsage
+	}
+	if *jsonOut {
+		g.PrintJSON(os.Stdout)
+	} else {
+		g.PrintText(os.Stderr, -1)
+	}
+	n := 0
+	for act := range g.All() {
+		if act.IsRoot {
+			n += len(act.Diagnostics)
+			if act.Err != nil {
+				fmt.Fprintf(os.Stderr, "fpcheck: %s: %v\n", act.Package.PkgPath, act.Err)
+				return exitUsage
+			}
+		}
+	}
+	if n > 0 {
+		return exitFindings
+	}
+	return exitClean
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeProgram imitates a program run under GODEBUG=fpunwindcheck=1, so the
+// runner can be tested without the runtime side.
+func fakeProgram(mode string) int {
+	e := os.Stderr
+	fmt.Println("fake: GODEBUG=" + os.Getenv("GODEBUG"))
+	switch mode {
+	case "clean":
+		fmt.Fprintln(e, "fpunwindcheck: site=heap checked=1000 mismatches=0")
+		fmt.Fprintln(e, "fpunwindcheck: site=trace checked=234 mismatches=0")
+		fmt.Fprintln(e, "fpunwindcheck: checked=1234 mismatches=0")
+	case "mismatch":
+		fmt.Fprintln(e, "fpunwindcheck: mismatch site=block goid=7 fp=[0x401000,0x401100] slow=[0x401000,0x401200,0x401300]")
+		fmt.Fprintln(e, "fpunwindcheck: site=block checked=10 mismatches=1")
+		fmt.Fprintln(e, "fpunwindcheck: checked=10 mismatches=1")
+	case "crash":
+		fmt.Fprintln(e, "fpunwindcheck: site=heap checked=5 mismatches=0")
+		fmt.Fprintln(e, "panic: boom")
+		return 2
+	case "silent":
+	case "inconsistent":
+		fmt.Fprintln(e, "fpunwindcheck: site=heap checked=5 mismatches=0")
+		fmt.Fprintln(e, "fpunwindcheck: checked=6 mismatches=0")
+	case "hang":
+		time.Sleep(time.Hour)
+	case "fail":
+		fmt.Fprintln(e, "fpunwindcheck: checked=3 mismatches=0")
+		return 3
+	}
+	return 0
+}
+
+func TestRunFake(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode, timeout string
+		want          int
+		out           []string
+	}{
+		{"clean", "", 0, []string{"1234 unwinds cross-checked, 0 mismatches", "heap", "trace"}},
+		{"mismatch", "", 1, []string{"mismatch site=block goid=7: frame 1", "frame-pointer unwind has 0x401100", "gentraceback has 0x401200"}},
+		{"crash", "", 2, []string{"died before printing the fpunwindcheck total (exit status 2)"}},
+		{"silent", "", 2, []string{"printed no fpunwindcheck lines"}},
+		{"inconsistent", "", 2, []string{"disagree with the total"}},
+		{"fail", "", 2, []string{"failed (exit status 3) after a clean report"}},
+		{"hang", "1s", 2, []string{"timed out after 1s"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			args := []string{"run"}
+			if tc.timeout != "" {
+				args = append(args, "-timeout", tc.timeout)
+			}
+			args = append(args, "--", self)
+			code, stdout, stderr := fpcheck(t, "", []string{"FPCHECK_FAKE=" + tc.mode, "GODEBUG=foo=1"}, args...)
+			all := stdout + stderr
+			if code != tc.want {
+				t.Errorf("exit %d, want %d\n%s", code, tc.want, all)
+			}
+			for _, w := range tc.out {
+				if !strings.Contains(all, w) {
+					t.Errorf("output lacks %q:\n%s", w, all)
+				}
+			}
+			if !strings.Contains(stdout, "fake: GODEBUG=foo=1,fpunwindcheck=1") {
+				t.Errorf("GODEBUG not appended:\n%s", stdout)
+			}
+		})
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	for _, args := range [][]string{{"run"}, {"run", "--", "/nonexistent/prog"}, {"perf"}, {"binary"}, {"run", "-bogus"}} {
+		code, _, stderr := fpcheck(t, "", nil, args...)
+		if code != 2 {
+			t.Errorf("fpcheck %v: exit %d, want 2\n%s", args, code, stderr)
+		}
+	}
+}
+
+// TestRunUpstream: a binary from a runtime without the setting is named as such.
+func TestRunUpstream(t *testing.T) {
+	up := upstreamGo(t)
+	bin := build(t, up, "./testdata/progs/hello", "hello", nil)
+	code, stdout, stderr := fpcheck(t, "", nil, "run", "--", bin)
+	if code != 2 || !strings.Contains(stderr, "lacks GODEBUG=fpunwindcheck") {
+		t.Fatalf("exit %d, want 2 and a message that the runtime lacks the setting\n%s%s", code, stdout, stderr)
+	}
+}
+
+var totalRE = regexp.MustCompile(`(\d+) unwinds cross-checked, (\d+) mismatches`)
+
+// TestRunStress runs the stress corpus under fpcheck run. It needs the fork's
+// runtime side (GODEBUG=fpunwindcheck); the check is whether the built binary
+// knows the setting.
+func TestRunStress(t *testing.T) {
+	haveCgo(t)
+	bin := build(t, goTool(), "./testdata/stress", "stress", nil)
+	if st, _ := runtimeFeature(bin); st != featurePresent {
+		t.Skipf("the runtime of %s (built by %s) lacks GODEBUG=fpunwindcheck: the fork's runtime side is not in this toolchain", bin, goTool())
+	}
+	d := "3s"
+	if testing.Short() {
+		d = "1s"
+	}
+	code, stdout, stderr := fpcheck(t, "", nil, "run", "-q", "-timeout", "3m", "--", bin, "-d", d)
+	t.Logf("fpcheck run:\n%s", stdout)
+	if code != 0 {
+		t.Fatalf("fpcheck run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	m := totalRE.FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no total in output:\n%s", stdout)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	if n == 0 {
+		t.Fatalf("no unwinds were cross-checked")
+	}
+	fmt.Printf("fpcheck run over the stress corpus: %d unwinds cross-checked, %s mismatches\n", n, m[2])
+}

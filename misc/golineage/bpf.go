@@ -1,0 +1,275 @@
+package main
+
+// The bpf collector is the kernel-side model: a bpftrace program on a perf
+// sampling event copies, per sample and without stopping the thread from
+// user space, the registers, the top words of the stack, the frame-pointer
+// user stack (ustack, which the kernel walks by frame pointers) and the
+// thread's lineage chain (read from the thread pointer through the lineage
+// ABI's documented offsets). This side parses that text, repairs the
+// innermost frame as the ptrace unwinder does, and stitches.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"fpsafe/golineage/internal/gobin"
+	"fpsafe/golineage/internal/lineage"
+	"fpsafe/golineage/internal/pprofout"
+	"fpsafe/golineage/internal/stack"
+	"fpsafe/golineage/internal/target"
+)
+
+// stackWords is how many words above SP the program copies for the
+// innermost-frame repair.
+const stackWords = 8
+
+// bpfScript returns the bpftrace program.
+func bpfScript(pid int, pf profileFlags, view *lineage.View) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "profile:hz:%d /pid == %d/ {\n", pf.hz, pid)
+	// The user registers, also when the sample hit in the kernel: the entry
+	// code saved them at the top of the task's kernel stack (task_pt_regs).
+	sb.WriteString("\t$u = (struct pt_regs *)((uint64)curtask->stack + 16384 - sizeof(struct pt_regs));\n")
+	sb.WriteString("\t$sp = $u->sp;\n")
+	sb.WriteString("\tprintf(\"S %d %lx %lx %lx %lx\\n\", tid, curtask->thread.fsbase, $u->ip, $sp, $u->bp);\n")
+	sb.WriteString("\tprintf(\"W")
+	for i := 0; i < stackWords; i++ {
+		sb.WriteString(" %lx")
+	}
+	sb.WriteString("\\n\"")
+	for i := 0; i < stackWords; i++ {
+		fmt.Fprintf(&sb, ", *(uint64*)uptr($sp+%d)", 8*i)
+	}
+	sb.WriteString(");\n")
+	if view != nil {
+		sb.WriteString(view.BpftraceChain("curtask->thread.fsbase", "$u->r14"))
+	}
+	sb.WriteString("\tprintf(\"U%s\\n\", ustack(perf, 127));\n}\n")
+	fmt.Fprintf(&sb, "interval:ms:%d { exit(); }\n", pf.duration.Milliseconds())
+	return sb.String()
+}
+
+var bpfOnce struct {
+	sync.Once
+	err error
+}
+
+// bpfAvailable reports whether bpftrace can load programs here (for tests;
+// the result is cached).
+func bpfAvailable() error {
+	bpfOnce.Do(func() { bpfOnce.err = probeBPF() })
+	return bpfOnce.err
+}
+
+func probeBPF() error {
+	path, err := exec.LookPath("bpftrace")
+	if err != nil {
+		return errors.New("bpftrace is not installed (Debian: apt-get install bpftrace)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "-e", `BEGIN { printf("ok\n"); exit(); }`).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("ok")) {
+		return fmt.Errorf("bpftrace cannot load programs (needs root or CAP_BPF+CAP_PERFMON): %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf profileFlags, b *pprofout.Builder) error {
+	if bin.Arch != "amd64" {
+		return fmt.Errorf("the bpf collector supports amd64 only (executable is %s)", bin.Arch)
+	}
+	if _, err := exec.LookPath("bpftrace"); err != nil {
+		return errors.New("the bpf collector needs bpftrace, which is not installed (Debian: apt-get install bpftrace)")
+	}
+	var view *lineage.View
+	if abi != nil {
+		// The program embeds run-time header fields; read them without
+		// stopping the process (they are written once, before any goroutine).
+		v, err := abi.Load(target.ProcMem(pid), bias)
+		if err != nil {
+			return err
+		}
+		view = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pf.duration+60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bpftrace", "-e", bpfScript(pid, pf, view))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() {
+		// SIGINT to us ends bpftrace early; it prints its maps and exits.
+		for cmd.ProcessState == nil && ctx.Err() == nil {
+			if interrupted.Load() {
+				cmd.Process.Signal(os.Interrupt)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	perr := parseBPF(stdout, bin, bias, view != nil, b)
+	werr := cmd.Wait()
+	if perr != nil {
+		return perr
+	}
+	if werr != nil && !interrupted.Load() {
+		return fmt.Errorf("bpftrace: %v: %s (loading BPF programs needs root or CAP_BPF and CAP_PERFMON)", werr, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return nil
+}
+
+// parseBPF reads the program's output: per sample an S line (tid, thread
+// pointer, ip, sp, bp), a W line (stack words), optional L lines (lineage
+// records, see lineage.ParseBpftraceLine) and a U line followed by the
+// ustack entries, one per line, ending at a blank line.
+func parseBPF(r io.Reader, bin *gobin.Binary, bias uint64, withLineage bool, b *pprofout.Builder) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var cur *bpfSample
+	flush := func() {
+		if cur != nil {
+			b.Add(cur.sample(bin, bias, withLineage))
+			cur = nil
+		}
+	}
+	inStack := false
+	for sc.Scan() {
+		line := sc.Text()
+		if inStack {
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				inStack = false
+				flush()
+				continue
+			}
+			if pc, err := strconv.ParseUint(f[0], 16, 64); err == nil {
+				cur.ustack = append(cur.ustack, pc)
+			}
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "S "):
+			flush()
+			f := strings.Fields(line)
+			if len(f) != 6 {
+				return fmt.Errorf("bpftrace: malformed sample line %q", line)
+			}
+			cur = &bpfSample{}
+			cur.tid, _ = strconv.Atoi(f[1])
+			for i, p := range []*uint64{&cur.regs.TLS, &cur.regs.PC, &cur.regs.SP, &cur.regs.FP} {
+				*p, _ = strconv.ParseUint(f[2+i], 16, 64)
+			}
+		case strings.HasPrefix(line, "W ") && cur != nil:
+			for _, w := range strings.Fields(line)[1:] {
+				v, _ := strconv.ParseUint(w, 16, 64)
+				cur.words = append(cur.words, v)
+			}
+		case strings.HasPrefix(line, "L ") && cur != nil:
+			cur.lineage = append(cur.lineage, line)
+		case strings.HasPrefix(line, "U") && cur != nil:
+			inStack = true
+			if f := strings.Fields(line[1:]); len(f) > 0 {
+				if pc, err := strconv.ParseUint(f[0], 16, 64); err == nil {
+					cur.ustack = append(cur.ustack, pc)
+				}
+			}
+		}
+	}
+	flush()
+	return sc.Err()
+}
+
+type bpfSample struct {
+	tid     int
+	regs    target.Regs
+	words   []uint64
+	ustack  []uint64
+	lineage []string
+}
+
+// sample repairs the innermost frame: the kernel's walk starts from BP, so a
+// thread stopped in a frameless function or a prologue loses its caller.
+func (s *bpfSample) sample(bin *gobin.Binary, bias uint64, withLineage bool) pprofout.Sample {
+	out := pprofout.Sample{TID: s.tid}
+	pcs := s.ustack
+	if len(pcs) == 0 || pcs[0] != s.regs.PC {
+		// The saved user registers do not match the kernel's walk (another
+		// kernel stack size?): keep the kernel's stack unrepaired.
+		out.PCs = pcs
+		s.stitch(&out, withLineage)
+		return out
+	}
+	// Run the ptrace unwinder's innermost-frame logic over a memory made of
+	// the copied words, then splice: it yields the caller's return address
+	// when BP does not yet (or no longer) belong to the innermost frame.
+	mem := wordMem{base: s.regs.SP, words: s.words}
+	w := stack.Unwind(mem, bin, bias, target.Regs{PC: s.regs.PC, SP: s.regs.SP, FP: 0})
+	if len(w.PCs) >= 2 && (len(pcs) < 2 || pcs[1] != w.PCs[1]) && !bpInFrame(bin, bias, s.regs) {
+		pcs = append([]uint64{pcs[0], w.PCs[1]}, pcs[1:]...)
+	}
+	out.PCs = pcs
+	s.stitch(&out, withLineage)
+	return out
+}
+
+// stitch attaches the lineage copied in the kernel; a torn or malformed
+// copy leaves the sample without lineage (counted in lineageDropped).
+func (s *bpfSample) stitch(out *pprofout.Sample, withLineage bool) {
+	if !withLineage {
+		return
+	}
+	goid, chain, err := lineage.ParseBpftrace(s.lineage, s.tid)
+	if err != nil {
+		lineageDropped++
+		return
+	}
+	out.Goid, out.Lineage = goid, chain
+}
+
+var lineageDropped int
+
+// bpInFrame reports whether BP already points at the innermost frame's saved
+// BP (then the kernel's walk is complete).
+func bpInFrame(bin *gobin.Binary, bias uint64, r target.Regs) bool {
+	f := bin.FindFunc(r.PC - bias)
+	if f == nil {
+		return true
+	}
+	spd := f.SPDelta(r.PC - bias)
+	// spd 0: nothing pushed yet (or a frameless function), BP is the caller's.
+	return spd < 0 || spd > 0 && r.FP == r.SP+uint64(spd)-8
+}
+
+// wordMem serves reads from the words copied above SP.
+type wordMem struct {
+	base  uint64
+	words []uint64
+}
+
+func (m wordMem) ReadAt(p []byte, addr uint64) error {
+	if addr < m.base || addr+uint64(len(p)) > m.base+8*uint64(len(m.words)) || addr%8 != 0 || len(p) != 8 {
+		return &target.FaultError{Addr: addr, Len: len(p), Err: errors.New("not copied by the bpf program")}
+	}
+	v := m.words[(addr-m.base)/8]
+	for i := range p {
+		p[i] = byte(v >> (8 * i))
+	}
+	return nil
+}

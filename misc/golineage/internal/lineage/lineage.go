@@ -1,0 +1,398 @@
+// Package lineage reads goroutine lineage through the lineage ABI, version 1
+// (doc/lineage-abi.md), and nothing else: every offset and size comes from
+// the header the target publishes, found by its magic cookie in the
+// executable's data (so stripped binaries work) and checked in memory.
+package lineage
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"fpsafe/golineage/internal/gobin"
+	"fpsafe/golineage/internal/stack"
+	"fpsafe/golineage/internal/target"
+)
+
+// Magic is the header's 16-byte cookie.
+var Magic = []byte{0x7f, 'G', 'o', 'L', 'i', 'n', 'e', 'a', 'g', 'e', 0, 0, 0xa5, 0x5a, 0xc3, 0x3c}
+
+// ErrNoABI is wrapped by Find's error for a binary without the ABI.
+var ErrNoABI = errors.New("no goroutine lineage ABI")
+
+// ErrTorn is wrapped when a record kept changing under the reader.
+var ErrTorn = errors.New("inconsistent lineage record (changed while read, retries exhausted)")
+
+const (
+	version1    = 1
+	minHdrSize  = 208
+	maxRetries  = 3
+	maxRegions  = 1 << 16 // bound on a registry walk beyond nregions
+	maxRecBytes = 1 << 16 // sanity bound on record_size
+
+	flagReady   = 1 << 0
+	flagRecords = 1 << 1
+	flagStacks  = 1 << 2
+	flagTLSG    = 1 << 3
+
+	recAncTruncated = 1 << 0
+	recCgoCallback  = 1 << 3
+)
+
+// Header is a parsed lineage header. Static fields come from the file;
+// dynamic ([rt]) fields are valid only after Load.
+type Header struct {
+	Version, HeaderSize, PtrSize uint32
+	Flags                        uint32
+	Self, Regions, NRegions      uint64
+	MaxDepth, MaxStack           uint32
+	RecordSize, RegionSize       uint32
+
+	OffRegionSeq, OffRegionTid, OffRegionCur, OffRegionNext, OffRegionMid, OffRegionState uint32
+
+	OffRecSeq, OffRecGoid, OffRecStartPC, OffRecGoPC, OffRecParentGoid uint32
+	OffRecNanc, OffRecNstk, OffRecFlags, OffRecDepth, OffRecAnc        uint32
+	AncSize, OffAncGoid, OffAncStartPC, OffAncGoPC                     uint32
+	OffRecStack, OffGM, OffMRegion, OffGRecord                         uint32
+	TLSGOffset                                                         int64
+}
+
+// ParseHeader decodes a header from b (at least header_size bytes). It
+// validates the version, pointer size and that every offset lies inside the
+// object it describes, so later reads cannot be steered out of bounds.
+func ParseHeader(b []byte) (*Header, error) {
+	if len(b) < minHdrSize {
+		return nil, fmt.Errorf("lineage header truncated (%d bytes)", len(b))
+	}
+	if !bytes.Equal(b[:16], Magic) {
+		return nil, errors.New("lineage header: bad magic")
+	}
+	le := binary.LittleEndian
+	u := func(off int) uint32 { return le.Uint32(b[off:]) }
+	h := &Header{Version: u(16), HeaderSize: u(20), PtrSize: u(24), Flags: u(28),
+		Self: le.Uint64(b[32:]), Regions: le.Uint64(b[40:]), NRegions: le.Uint64(b[48:]),
+		MaxDepth: u(56), MaxStack: u(60), RecordSize: u(64), RegionSize: u(68),
+		OffRegionSeq: u(72), OffRegionTid: u(76), OffRegionCur: u(80), OffRegionNext: u(84), OffRegionMid: u(88), OffRegionState: u(92),
+		OffRecSeq: u(96), OffRecGoid: u(100), OffRecStartPC: u(104), OffRecGoPC: u(108), OffRecParentGoid: u(112),
+		OffRecNanc: u(116), OffRecNstk: u(120), OffRecFlags: u(124), OffRecDepth: u(128), OffRecAnc: u(132),
+		AncSize: u(136), OffAncGoid: u(140), OffAncStartPC: u(144), OffAncGoPC: u(148),
+		OffRecStack: u(152), OffGM: u(156), OffMRegion: u(160), OffGRecord: u(164),
+		TLSGOffset: int64(le.Uint64(b[168:])),
+	}
+	if h.Version != version1 {
+		return nil, fmt.Errorf("lineage ABI version %d is not supported (this reader knows version 1)", h.Version)
+	}
+	if h.HeaderSize < minHdrSize {
+		return nil, fmt.Errorf("lineage header size %d is smaller than version 1's %d", h.HeaderSize, minHdrSize)
+	}
+	if h.PtrSize != 8 && h.PtrSize != 4 {
+		return nil, fmt.Errorf("lineage header: pointer size %d", h.PtrSize)
+	}
+	if h.RegionSize < 8 || h.RegionSize > 4096 {
+		return nil, fmt.Errorf("lineage header: region size %d", h.RegionSize)
+	}
+	for _, f := range []struct {
+		off, size uint32
+	}{{h.OffRegionSeq, 8}, {h.OffRegionTid, 8}, {h.OffRegionCur, 8}, {h.OffRegionNext, 8}, {h.OffRegionMid, 8}, {h.OffRegionState, 4}} {
+		if uint64(f.off)+uint64(f.size) > uint64(h.RegionSize) {
+			return nil, fmt.Errorf("lineage header: region field at %d outside the %d-byte region", f.off, h.RegionSize)
+		}
+	}
+	if h.AncSize < 24 || h.AncSize > 4096 {
+		return nil, fmt.Errorf("lineage header: ancestor size %d", h.AncSize)
+	}
+	for _, off := range []uint32{h.OffAncGoid, h.OffAncStartPC, h.OffAncGoPC} {
+		if uint64(off)+8 > uint64(h.AncSize) {
+			return nil, fmt.Errorf("lineage header: ancestor field at %d outside the %d-byte entry", off, h.AncSize)
+		}
+	}
+	return h, nil
+}
+
+// checkDynamic validates the run-time fields (after Load).
+func (h *Header) checkDynamic() error {
+	if h.Flags&flagReady == 0 {
+		return errors.New("lineage header not initialized yet (the runtime has not finished starting)")
+	}
+	if h.MaxDepth > 1024 || h.MaxStack > 1024 || h.RecordSize == 0 || h.RecordSize > maxRecBytes {
+		return fmt.Errorf("lineage header: implausible sizes (max_depth %d, max_stack %d, record_size %d)", h.MaxDepth, h.MaxStack, h.RecordSize)
+	}
+	fixed := []struct{ off, size uint32 }{{h.OffRecSeq, 8}, {h.OffRecGoid, 8}, {h.OffRecStartPC, 8}, {h.OffRecGoPC, 8},
+		{h.OffRecParentGoid, 8}, {h.OffRecNanc, 4}, {h.OffRecNstk, 4}, {h.OffRecFlags, 4}, {h.OffRecDepth, 4}}
+	for _, f := range fixed {
+		if uint64(f.off)+uint64(f.size) > uint64(h.RecordSize) {
+			return fmt.Errorf("lineage header: record field at %d outside the %d-byte record", f.off, h.RecordSize)
+		}
+	}
+	if uint64(h.OffRecAnc)+uint64(h.AncSize)*uint64(h.MaxDepth) > uint64(h.RecordSize) ||
+		uint64(h.OffRecStack)+8*uint64(h.MaxStack) > uint64(h.RecordSize) {
+		return fmt.Errorf("lineage header: arrays do not fit the %d-byte record", h.RecordSize)
+	}
+	return nil
+}
+
+// ABI is the lineage header of one executable, found in its file.
+type ABI struct {
+	Addr   uint64 // link-time address of the header
+	Static *Header
+	bin    *gobin.Binary
+}
+
+// Find locates the lineage header in the executable's data.
+func Find(bin *gobin.Binary) (*ABI, error) {
+	noABI := func() error {
+		v := bin.GoVersion
+		if v == "" {
+			v = "an unknown Go toolchain (no build info)"
+		}
+		return fmt.Errorf("%s was built by %s, which does not publish the goroutine lineage ABI (build it with the fpsafe fork's toolchain): %w", bin.Path, v, ErrNoABI)
+	}
+	type area struct {
+		addr uint64
+		data []byte
+	}
+	var areas []area
+	if s := bin.ELF.Section(".noptrdata"); s != nil && s.Type != elf.SHT_NOBITS {
+		if d, err := s.Data(); err == nil {
+			areas = append(areas, area{s.Addr, d})
+		}
+	}
+	if len(areas) == 0 {
+		for _, p := range bin.ELF.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_W != 0 && p.Filesz > 0 {
+				d := make([]byte, p.Filesz)
+				if _, err := p.ReadAt(d, 0); err == nil {
+					areas = append(areas, area{p.Vaddr, d})
+				}
+			}
+		}
+	}
+	for _, a := range areas {
+		for i := 0; ; {
+			j := bytes.Index(a.data[i:], Magic)
+			if j < 0 {
+				break
+			}
+			off := i + j
+			i = off + 1
+			if (a.addr+uint64(off))%8 != 0 || off+minHdrSize > len(a.data) {
+				continue
+			}
+			h, err := ParseHeader(a.data[off:])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", bin.Path, err)
+			}
+			return &ABI{Addr: a.addr + uint64(off), Static: h, bin: bin}, nil
+		}
+	}
+	return nil, noABI()
+}
+
+// View is the lineage state of one stopped process or core: the header as
+// the process holds it and its registry of regions.
+type View struct {
+	H       *Header
+	Addr    uint64 // runtime address of the header
+	mem     target.Mem
+	regions map[uint64]uint64 // tid -> region address (active regions)
+	Note    string            // why the view is empty, if it is
+}
+
+// Load reads the header and the region registry from the target's memory.
+func (a *ABI) Load(mem target.Mem, bias uint64) (*View, error) {
+	addr := a.Addr + bias
+	buf := make([]byte, max(a.Static.HeaderSize, minHdrSize))
+	if err := mem.ReadAt(buf, addr); err != nil {
+		return nil, fmt.Errorf("reading the lineage header at %#x: %v", addr, err)
+	}
+	h, err := ParseHeader(buf)
+	if err != nil {
+		return nil, err
+	}
+	if h.Flags&flagReady != 0 && h.Self != addr {
+		return nil, fmt.Errorf("lineage header at %#x says it is at %#x (wrong load bias or a foreign core?)", addr, h.Self)
+	}
+	if err := h.checkDynamic(); err != nil {
+		return nil, err
+	}
+	v := &View{H: h, Addr: addr, mem: mem, regions: map[uint64]uint64{}}
+	if h.Flags&flagRecords == 0 {
+		v.Note = "lineage records are off in this process (GODEBUG=lineage=0)"
+	}
+	limit := h.NRegions
+	if limit > maxRegions {
+		limit = maxRegions
+	}
+	seen := map[uint64]bool{}
+	for r, n := h.Regions, uint64(0); r != 0 && n < limit; n++ {
+		if seen[r] {
+			return nil, fmt.Errorf("lineage region registry loops at %#x", r)
+		}
+		seen[r] = true
+		tid, state, _, ok, err := v.readRegion(r)
+		if err != nil {
+			return nil, err
+		}
+		if ok && state != 0 && tid != 0 {
+			v.regions[tid] = r
+		}
+		next, err := target.Word(mem, r+uint64(h.OffRegionNext))
+		if err != nil {
+			return nil, fmt.Errorf("reading lineage region %#x: %v", r, err)
+		}
+		r = next
+	}
+	return v, nil
+}
+
+// WithMem returns a copy of v that reads regions and records through mem
+// (e.g. a cache valid while one thread is stopped).
+func (v *View) WithMem(mem target.Mem) *View {
+	c := *v
+	c.mem = mem
+	return &c
+}
+
+// readRegion applies the region rule: a stable (even, unchanged) seq around
+// the reads of tid, state and cur. ok is false if the region stayed in an
+// update (a thread stopped inside its own M start or exit).
+func (v *View) readRegion(r uint64) (tid uint64, state uint32, cur uint64, ok bool, err error) {
+	h := v.H
+	buf := make([]byte, h.RegionSize)
+	le := binary.LittleEndian
+	for try := 0; try < maxRetries; try++ {
+		if err := v.mem.ReadAt(buf, r); err != nil {
+			return 0, 0, 0, false, fmt.Errorf("reading lineage region %#x: %v", r, err)
+		}
+		s1 := le.Uint64(buf[h.OffRegionSeq:])
+		if s1&1 != 0 {
+			continue
+		}
+		tid, state, cur = le.Uint64(buf[h.OffRegionTid:]), le.Uint32(buf[h.OffRegionState:]), le.Uint64(buf[h.OffRegionCur:])
+		s2, err := target.Word(v.mem, r+uint64(h.OffRegionSeq))
+		if err != nil {
+			return 0, 0, 0, false, err
+		}
+		if s1 == s2 {
+			return tid, state, cur, true, nil
+		}
+	}
+	return 0, 0, 0, false, nil
+}
+
+// Threads returns the tids of all active regions (reader C).
+func (v *View) Threads() []uint64 {
+	var out []uint64
+	for t := range v.regions {
+		out = append(out, t)
+	}
+	return out
+}
+
+// Record is one decoded lineage record.
+type Record struct {
+	Seq, Goid, StartPC, GoPC, ParentGoid uint64
+	Nanc, Nstk, Flags, Depth             uint32
+	Anc                                  []Anc
+	Stack                                []uint64
+}
+
+// Anc is one inline ancestor.
+type Anc struct{ Goid, StartPC, GoPC uint64 }
+
+// ParseRecord decodes a record copied from memory (len(b) >= record_size).
+// Counts are clamped to the header's capacities, so a corrupt record can
+// make the chain wrong but never make the reader read out of bounds.
+func ParseRecord(h *Header, b []byte) (*Record, error) {
+	if uint64(len(b)) < uint64(h.RecordSize) {
+		return nil, fmt.Errorf("lineage record truncated (%d of %d bytes)", len(b), h.RecordSize)
+	}
+	le := binary.LittleEndian
+	r := &Record{Seq: le.Uint64(b[h.OffRecSeq:]), Goid: le.Uint64(b[h.OffRecGoid:]), StartPC: le.Uint64(b[h.OffRecStartPC:]),
+		GoPC: le.Uint64(b[h.OffRecGoPC:]), ParentGoid: le.Uint64(b[h.OffRecParentGoid:]),
+		Nanc: le.Uint32(b[h.OffRecNanc:]), Nstk: le.Uint32(b[h.OffRecNstk:]), Flags: le.Uint32(b[h.OffRecFlags:]), Depth: le.Uint32(b[h.OffRecDepth:])}
+	if r.Nanc > h.MaxDepth {
+		return nil, fmt.Errorf("lineage record: %d ancestors, capacity %d", r.Nanc, h.MaxDepth)
+	}
+	if r.Nstk > h.MaxStack {
+		return nil, fmt.Errorf("lineage record: %d stack entries, capacity %d", r.Nstk, h.MaxStack)
+	}
+	for i := uint32(0); i < r.Nanc; i++ {
+		e := b[h.OffRecAnc+i*h.AncSize:]
+		r.Anc = append(r.Anc, Anc{le.Uint64(e[h.OffAncGoid:]), le.Uint64(e[h.OffAncStartPC:]), le.Uint64(e[h.OffAncGoPC:])})
+	}
+	for i := uint32(0); i < r.Nstk; i++ {
+		r.Stack = append(r.Stack, le.Uint64(b[h.OffRecStack+8*i:]))
+	}
+	return r, nil
+}
+
+// ReadRecord copies the record at addr under its sequence counter, retrying
+// as the ABI prescribes.
+func (v *View) ReadRecord(addr uint64) (*Record, error) {
+	h := v.H
+	buf := make([]byte, h.RecordSize)
+	for try := 0; try < maxRetries; try++ {
+		s1, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
+		if err != nil {
+			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
+		}
+		if s1&1 != 0 {
+			continue
+		}
+		if err := v.mem.ReadAt(buf, addr); err != nil {
+			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
+		}
+		s2, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
+		if err != nil {
+			return nil, err
+		}
+		if s1 != s2 || binary.LittleEndian.Uint64(buf[h.OffRecSeq:]) != s1 {
+			continue
+		}
+		return ParseRecord(h, buf)
+	}
+	return nil, fmt.Errorf("record at %#x: %w", addr, ErrTorn)
+}
+
+// Thread returns the record of the goroutine running on thread tid, or nil
+// if the thread runs no goroutine.
+func (v *View) Thread(tid uint64) (*Record, error) {
+	r, ok := v.regions[tid]
+	if !ok {
+		return nil, nil // not an M with a region (or a region mid-update)
+	}
+	_, _, cur, ok, err := v.readRegion(r)
+	if err != nil || !ok || cur == 0 {
+		return nil, err
+	}
+	return v.ReadRecord(cur)
+}
+
+// Chain turns a record into lineage steps: the goroutine itself (created by
+// its parent at gopc, with the creation stack), then each ancestor.
+// Goroutine 1 and cgo-callback goroutines have no "created by", as in the
+// runtime's tracebacks.
+func Chain(rec *Record) []stack.Ancestor {
+	var out []stack.Ancestor
+	if rec.Flags&recCgoCallback != 0 || rec.Goid == 1 || rec.GoPC == 0 {
+		return nil
+	}
+	out = append(out, stack.Ancestor{Goid: rec.Goid, ParentGoid: rec.ParentGoid, GoPC: rec.GoPC, StartPC: rec.StartPC, Stack: rec.Stack})
+	for i, a := range rec.Anc {
+		if a.Goid == 1 || a.GoPC == 0 {
+			break // the main goroutine (or one the runtime started) ends the chain
+		}
+		var parent uint64
+		if i+1 < len(rec.Anc) {
+			parent = rec.Anc[i+1].Goid
+		}
+		out = append(out, stack.Ancestor{Goid: a.Goid, ParentGoid: parent, GoPC: a.GoPC, StartPC: a.StartPC})
+	}
+	return out
+}
+
+// Truncated reports whether older ancestors were dropped.
+func (r *Record) Truncated() bool { return r.Flags&recAncTruncated != 0 }

@@ -1,0 +1,174 @@
+// Package pprofout turns stitched thread samples into a pprof profile or
+// folded stacks. A goroutine's lineage goes below (callerward of) its root
+// frame: first a "created by F" frame at the go statement, then the creation
+// stack when the runtime recorded one, then the parent's own lineage, so a
+// flame graph's base shows who started the work.
+package pprofout
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"fpsafe/golineage/internal/gobin"
+	"fpsafe/golineage/internal/stack"
+)
+
+// Sample is one thread at one sampling instant.
+type Sample struct {
+	TID     int
+	Goid    uint64
+	PCs     []uint64 // PCs[0] exact, the rest return addresses
+	Lineage []stack.Ancestor
+}
+
+// Builder accumulates samples.
+type Builder struct {
+	bin      *gobin.Binary
+	bias     uint64
+	period   time.Duration
+	start    time.Time
+	samples  []Sample
+	frames   map[frameKey][]stack.Loc
+	Comments []string
+	Title    string
+}
+
+type frameKey struct {
+	pc  uint64
+	ret bool
+}
+
+// New returns a builder for samples taken every period.
+func New(bin *gobin.Binary, bias uint64, period time.Duration) *Builder {
+	return &Builder{bin: bin, bias: bias, period: period, start: time.Now(), frames: map[frameKey][]stack.Loc{}}
+}
+
+// Add records one sample.
+func (b *Builder) Add(s Sample) { b.samples = append(b.samples, s) }
+
+// Len is the number of samples so far.
+func (b *Builder) Len() int { return len(b.samples) }
+
+func (b *Builder) locs(pc uint64, ret bool) []stack.Loc {
+	k := frameKey{pc, ret}
+	if l, ok := b.frames[k]; ok {
+		return l
+	}
+	l := stack.Symbolize(b.bin, b.bias, []uint64{pc}, ret)
+	b.frames[k] = l
+	return l
+}
+
+// logical is one frame of a stitched stack, leaf first.
+type logical struct {
+	key  string // identity of the pprof location
+	pc   uint64
+	locs []stack.Loc // inline-expanded lines, innermost first
+	name string      // synthetic frame name ("" for real code)
+}
+
+// stitched returns the sample's frames, leaf first, lineage last.
+func (b *Builder) stitched(s Sample) []logical {
+	var out []logical
+	for i, pc := range s.PCs {
+		ret := i > 0
+		out = append(out, logical{key: fmt.Sprintf("%x/%v", pc, ret), pc: pc, locs: b.locs(pc, ret)})
+	}
+	for _, a := range s.Lineage {
+		c := stack.CreatedBy(b.bin, b.bias, a)
+		out = append(out, logical{key: "created/" + fmt.Sprintf("%x", a.GoPC), pc: a.GoPC,
+			locs: []stack.Loc{c}, name: "created by " + stack.FuncName(c)})
+		for _, pc := range a.Stack {
+			out = append(out, logical{key: fmt.Sprintf("%x/true", pc), pc: pc, locs: b.locs(pc, true)})
+		}
+	}
+	return out
+}
+
+// Profile builds the pprof profile.
+func (b *Builder) Profile() *profile.Profile {
+	p := &profile.Profile{
+		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "wall", Unit: "nanoseconds"}},
+		PeriodType:    &profile.ValueType{Type: "wall", Unit: "nanoseconds"},
+		Period:        b.period.Nanoseconds(),
+		TimeNanos:     b.start.UnixNano(),
+		DurationNanos: time.Since(b.start).Nanoseconds(),
+		Comments:      b.Comments,
+	}
+	funcs := map[string]*profile.Function{}
+	fn := func(name, file string) *profile.Function {
+		k := name + "\x00" + file
+		if f, ok := funcs[k]; ok {
+			return f
+		}
+		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
+		funcs[k] = f
+		p.Function = append(p.Function, f)
+		return f
+	}
+	locs := map[string]*profile.Location{}
+	for _, s := range b.samples {
+		var sl []*profile.Location
+		for _, lg := range b.stitched(s) {
+			loc, ok := locs[lg.key]
+			if !ok {
+				loc = &profile.Location{ID: uint64(len(p.Location) + 1), Address: lg.pc}
+				for _, l := range lg.locs {
+					name := lg.name
+					if name == "" {
+						name = stack.FuncName(l)
+					}
+					loc.Line = append(loc.Line, profile.Line{Function: fn(name, l.File), Line: int64(l.Line)})
+				}
+				locs[lg.key] = loc
+				p.Location = append(p.Location, loc)
+			}
+			sl = append(sl, loc)
+		}
+		ps := &profile.Sample{Location: sl, Value: []int64{1, b.period.Nanoseconds()},
+			NumLabel: map[string][]int64{"thread": {int64(s.TID)}}}
+		if s.Goid != 0 {
+			ps.NumLabel["goroutine"] = []int64{int64(s.Goid)}
+		}
+		p.Sample = append(p.Sample, ps)
+	}
+	return p
+}
+
+// WriteFolded writes one line per distinct stack, root first, frames joined
+// by ';', then a space and the number of samples (Brendan Gregg's format).
+func (b *Builder) WriteFolded(w io.Writer) error {
+	counts := map[string]int{}
+	for _, s := range b.samples {
+		var names []string
+		for _, lg := range b.stitched(s) {
+			if lg.name != "" {
+				names = append(names, lg.name)
+				continue
+			}
+			for _, l := range lg.locs {
+				names = append(names, stack.FuncName(l))
+			}
+		}
+		for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
+			names[i], names[j] = names[j], names[i]
+		}
+		counts[strings.Join(names, ";")]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := fmt.Fprintf(w, "%s %d\n", k, counts[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package target
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A Tracer owns one locked OS thread: Linux requires every ptrace request for
+// a tracee to come from the thread that attached it.
+type Tracer struct {
+	req chan func()
+}
+
+func NewTracer() *Tracer {
+	t := &Tracer{req: make(chan func())}
+	ready := make(chan bool)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		// Short sleeps while waiting for threads to stop must be short: the
+		// default 50µs timer slack would be added to every stop.
+		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		ready <- true
+		for f := range t.req {
+			f()
+		}
+	}()
+	<-ready
+	return t
+}
+
+func (t *Tracer) do(f func()) {
+	done := make(chan bool)
+	t.req <- func() { f(); done <- true }
+	<-done
+}
+
+// Close ends the tracer thread.
+func (t *Tracer) Close() { close(t.req) }
+
+// Stopped is a process whose threads are held in ptrace-stop.
+type Stopped struct {
+	PID     int
+	Threads []Thread
+	Mem     Mem
+	t       *Tracer // unused after Stop returns
+	seized  []int
+	pending map[int]int // signal to re-inject on detach
+	start   time.Time
+	states  bool
+	relist  bool
+	only    []int // stop just these threads (nil: all)
+}
+
+// PermissionError explains what is needed to trace a process.
+type PermissionError struct {
+	PID int
+	Err error
+}
+
+func (e *PermissionError) Error() string {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.PID)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "TracerPid:" && f[1] != "0" {
+				return fmt.Sprintf("cannot attach to process %d: it is already traced by process %s (a debugger?); only one tracer at a time", e.PID, f[1])
+			}
+		}
+	}
+	msg := fmt.Sprintf("cannot attach to process %d: %v: tracing another process needs root or CAP_SYS_PTRACE, or the same user", e.PID, e.Err)
+	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+		switch strings.TrimSpace(string(b)) {
+		case "1":
+			msg += " with kernel.yama.ptrace_scope=0 (it is 1: only descendants may be traced)"
+		case "2":
+			msg += "; kernel.yama.ptrace_scope is 2: only CAP_SYS_PTRACE may trace"
+		case "3":
+			msg += "; kernel.yama.ptrace_scope is 3: ptrace is disabled until reboot"
+		}
+	}
+	return msg + "; a process being debugged by another tracer cannot be attached either"
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }
+
+// ListThreads returns the thread ids of pid.
+func ListThreads(pid int) ([]int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("process %d: no such process", pid)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("process %d: %w", pid, ErrGone)
+	}
+	tids := make([]int, 0, len(names))
+	for _, n := range names {
+		if t, err := strconv.Atoi(n); err == nil {
+			tids = append(tids, t)
+		}
+	}
+	sort.Ints(tids)
+	return tids, nil
+}
+
+func threadState(pid, tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return ""
+}
+
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return ""
+}
+
+// stopTimeout bounds the wait for one thread to enter ptrace-stop (a thread
+// in uninterruptible sleep stops only when it wakes).
+const stopTimeout = 2 * time.Second
+
+// Stop seizes and interrupts every thread of pid, reads their registers,
+// calls fn while they are all stopped, and detaches, all on the tracer
+// thread: handing off to another goroutine while the target is stopped would
+// add the tool's own scheduling latency to the target's stop time. If states
+// is set, each thread's scheduling state is read first (costs a file read
+// per thread) and the thread list is re-read until no thread is missing; a
+// sampler leaves states unset and takes one listing. The threads are resumed
+// even if fn panics. It returns how
+// long the first thread stayed stopped (from its seizure to the last detach).
+func (t *Tracer) Stop(pid int, states bool, fn func(*Stopped)) (stopped time.Duration, err error) {
+	t.do(func() { stopped, err = t.StopOnThread(pid, states, fn) })
+	return stopped, err
+}
+
+// Do runs f on the tracer thread (so that f can call StopOnThread).
+func (t *Tracer) Do(f func()) { t.do(f) }
+
+// StopOnThread is Stop for code already running on the tracer thread (in Do):
+// a sampling loop that runs there pays no goroutine handoff per sample.
+func (t *Tracer) StopOnThread(pid int, states bool, fn func(*Stopped)) (stopped time.Duration, err error) {
+	return t.stopOnThread(pid, nil, states, fn)
+}
+
+// StopThreadOnThread stops only thread tid of pid (on the tracer thread).
+// That is enough for a consistent view of the thread's own stack and
+// lineage (the ABI's stopped-thread argument is per thread), and the other
+// threads run on meanwhile. It returns ErrThreadGone if tid exited.
+func (t *Tracer) StopThreadOnThread(pid, tid int, states bool, fn func(*Stopped)) (time.Duration, error) {
+	return t.stopOnThread(pid, []int{tid}, states, fn)
+}
+
+var errThreadGone = errors.New("thread exited")
+
+// ErrThreadGone is returned by StopThreadOnThread for a vanished thread.
+var ErrThreadGone = errThreadGone
+
+func (t *Tracer) stopOnThread(pid int, only []int, states bool, fn func(*Stopped)) (stopped time.Duration, err error) {
+	if pid <= 0 {
+		return 0, fmt.Errorf("invalid pid %d", pid)
+	}
+	s := &Stopped{PID: pid, t: t, pending: map[int]int{}, Mem: &procMem{pid: pid}, states: states, relist: states && only == nil, only: only}
+	defer func() {
+		s.detachLocked()
+		if !s.start.IsZero() {
+			stopped = time.Since(s.start)
+		}
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error while %d was stopped: %v", pid, r)
+		}
+	}()
+	if err = s.stopLocked(); err == nil {
+		fn(s)
+	}
+	return stopped, err
+}
+
+func (s *Stopped) stopLocked() error {
+	seen := map[int]bool{}
+	states := map[int]string{}
+	for round := 0; ; round++ {
+		tids := s.only
+		if tids == nil {
+			var err error
+			if tids, err = ListThreads(s.PID); err != nil {
+				return err
+			}
+		}
+		// Seize first (the threads keep running), then interrupt them all in
+		// a tight loop, so that the stop window is as short as it can be.
+		var batch []int
+		for _, tid := range tids {
+			if seen[tid] {
+				continue
+			}
+			seen[tid] = true
+			if s.states {
+				states[tid] = threadState(s.PID, tid) // before the stop changes it
+			}
+			if err := unix.PtraceSeize(tid); err != nil {
+				if err == unix.ESRCH {
+					continue // the thread exited
+				}
+				if err == unix.EPERM {
+					// A zombie or exiting thread also refuses to be seized.
+					if st := threadState(s.PID, tid); st == "" || st == "Z" || st == "X" {
+						if ps := procState(s.PID); ps == "" || ps == "Z" || ps == "X" {
+							return fmt.Errorf("process %d: %w", s.PID, ErrGone)
+						}
+						continue
+					}
+					return &PermissionError{PID: s.PID, Err: err}
+				}
+				return fmt.Errorf("ptrace(SEIZE, %d): %v", tid, err)
+			}
+			s.seized = append(s.seized, tid)
+			batch = append(batch, tid)
+		}
+		if s.start.IsZero() && len(batch) > 0 {
+			s.start = time.Now()
+		}
+		for _, tid := range batch {
+			if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
+				return fmt.Errorf("ptrace(INTERRUPT, %d): %v", tid, err)
+			}
+		}
+		// Threads created meanwhile are caught by listing again (stopped
+		// threads create no threads, so the list settles). A sampler may
+		// skip this: a thread missed for one sample does not matter there.
+		if len(batch) == 0 || !s.relist || round > 100 {
+			break
+		}
+	}
+	if len(s.seized) == 0 {
+		if s.only != nil && procState(s.PID) != "" {
+			return errThreadGone
+		}
+		return fmt.Errorf("process %d: no such process (it exited)", s.PID)
+	}
+	live, err := s.waitAll()
+	if err != nil {
+		return err
+	}
+	s.seized = live
+	if len(live) == 0 {
+		if s.only != nil && procState(s.PID) != "" {
+			return errThreadGone
+		}
+		return fmt.Errorf("process %d: %w while being attached", s.PID, ErrGone)
+	}
+	for _, tid := range live {
+		r, err := getRegs(tid)
+		if err != nil {
+			if err == unix.ESRCH {
+				continue
+			}
+			return fmt.Errorf("reading registers of thread %d: %v", tid, err)
+		}
+		s.Threads = append(s.Threads, Thread{TID: tid, Regs: r, State: states[tid]})
+	}
+	return nil
+}
+
+// waitAll waits until every seized thread is in a ptrace-stop and returns
+// those that are (the others exited). It polls wait4 for any tracee, so the
+// threads are collected in whatever order they stop, and sleeps on this OS
+// thread between polls (a Go timer, or sched_yield, would cost the target
+// more: its threads are stopped meanwhile, and on a busy machine every
+// context switch of ours is CPU taken from it).
+func (s *Stopped) waitAll() ([]int, error) {
+	want := map[int]bool{}
+	for _, tid := range s.seized {
+		want[tid] = true
+	}
+	var live []int
+	deadline := time.Now().Add(stopTimeout)
+	nap := 5 * time.Microsecond
+	for len(want) > 0 {
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(-1, &ws, unix.WALL|unix.WNOHANG, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.ECHILD:
+			return live, nil // the rest exited
+		case err != nil:
+			return nil, fmt.Errorf("wait for threads of %d: %v", s.PID, err)
+		case wpid > 0:
+			if !want[wpid] {
+				continue
+			}
+			switch {
+			case ws.Exited() || ws.Signaled():
+				delete(want, wpid)
+			case ws.Stopped():
+				if ws.TrapCause() != unix.PTRACE_EVENT_STOP {
+					// Signal-delivery-stop: hand the signal back on detach.
+					s.pending[wpid] = int(ws.StopSignal())
+				}
+				delete(want, wpid)
+				live = append(live, wpid)
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			for tid := range want {
+				return nil, fmt.Errorf("thread %d of process %d did not stop within %v (state %q)", tid, s.PID, stopTimeout, threadState(s.PID, tid))
+			}
+		}
+		// Back off: most threads stop within microseconds, but one that
+		// must first be scheduled can take a time slice.
+		ts := unix.NsecToTimespec(nap.Nanoseconds())
+		unix.Nanosleep(&ts, nil)
+		nap = min(2*nap, 500*time.Microsecond)
+	}
+	sort.Ints(live)
+	return live, nil
+}
+
+func (s *Stopped) detachLocked() {
+	for _, tid := range s.seized {
+		sig := s.pending[tid]
+		_, _, _ = unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(tid), 0, uintptr(sig), 0, 0)
+	}
+	s.seized = nil
+}
+
+// procMem reads a live process's memory with process_vm_readv.
+type procMem struct{ pid int }
+
+func (m *procMem) ReadAt(p []byte, addr uint64) error {
+	if len(p) == 0 {
+		return nil
+	}
+	local := []unix.Iovec{{Base: &p[0]}}
+	local[0].SetLen(len(p))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
+	n, err := unix.ProcessVMReadv(m.pid, local, remote, 0)
+	if err == unix.ESRCH {
+		return &FaultError{addr, len(p), ErrGone}
+	}
+	if err != nil {
+		return &FaultError{addr, len(p), err}
+	}
+	if n != len(p) {
+		return &FaultError{addr, len(p), fmt.Errorf("short read (%d bytes)", n)}
+	}
+	return nil
+}
+
+// ProcMem returns a reader of pid's memory (valid whether or not it is stopped).
+func ProcMem(pid int) Mem { return &procMem{pid} }

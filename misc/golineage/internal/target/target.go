@@ -1,0 +1,85 @@
+// Package target gives uniform access to the threads and memory of a stopped
+// live process (through ptrace) or of a core file.
+package target
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Regs are the registers an unwinder needs. TLS is the thread pointer (FS
+// base on amd64, TPIDR_EL0 on arm64).
+type Regs struct {
+	PC, SP, FP, LR, TLS uint64
+}
+
+// Thread is one thread of the target at the moment it was stopped.
+type Thread struct {
+	TID   int
+	Regs  Regs
+	State string // kernel scheduling state ("R", "S", "D", ...) if known
+}
+
+// Mem reads the target's memory.
+type Mem interface {
+	ReadAt(p []byte, addr uint64) error
+}
+
+// ErrGone reports that the process or thread exited while being read.
+var ErrGone = errors.New("process or thread exited")
+
+// FaultError is returned for unreadable target memory.
+type FaultError struct {
+	Addr uint64
+	Len  int
+	Err  error
+}
+
+func (e *FaultError) Error() string {
+	return fmt.Sprintf("cannot read %d bytes at %#x: %v", e.Len, e.Addr, e.Err)
+}
+
+func (e *FaultError) Unwrap() error { return e.Err }
+
+// Word reads a little-endian 64-bit word.
+func Word(m Mem, addr uint64) (uint64, error) {
+	var b [8]byte
+	if err := m.ReadAt(b[:], addr); err != nil {
+		return 0, err
+	}
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56, nil
+}
+
+// CachedMem wraps a Mem with a page cache. It is valid only while the target
+// stays stopped (or for a core file).
+type CachedMem struct {
+	M     Mem
+	pages map[uint64][]byte
+}
+
+const pageSize = 4096
+
+func NewCachedMem(m Mem) *CachedMem { return &CachedMem{M: m, pages: map[uint64][]byte{}} }
+
+func (c *CachedMem) ReadAt(p []byte, addr uint64) error {
+	for len(p) > 0 {
+		base := addr &^ (pageSize - 1)
+		pg, ok := c.pages[base]
+		if !ok {
+			buf := make([]byte, pageSize)
+			if err := c.M.ReadAt(buf, base); err != nil {
+				// The page may be partly unmapped: fall back to a direct read.
+				c.pages[base] = nil
+				return c.M.ReadAt(p, addr)
+			}
+			c.pages[base], pg = buf, buf
+		}
+		if pg == nil {
+			return c.M.ReadAt(p, addr)
+		}
+		n := copy(p, pg[addr-base:])
+		p, addr = p[n:], addr+uint64(n)
+	}
+	return nil
+}

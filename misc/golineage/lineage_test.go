@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// treeNode is what the fixture's runtime.Stack said of one goroutine.
+type treeNode struct {
+	parent string
+	fn     string
+	pos    string // file:line
+}
+
+func parseTree(t *testing.T, report []string) (map[string]treeNode, map[string]bool) {
+	nodes := map[string]treeNode{}
+	leaves := map[string]bool{}
+	for _, l := range report {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 5 && f[0] == "node":
+			nodes[f[1]] = treeNode{parent: f[2], fn: f[3], pos: f[4]}
+		case len(f) == 2 && f[0] == "leaf":
+			leaves[f[1]] = true
+		}
+	}
+	if len(leaves) != 6 || len(nodes) < 13 {
+		t.Fatalf("fixture reported %d leaves and %d nodes, want 6 and 13:\n%s", len(leaves), len(nodes), strings.Join(report, "\n"))
+	}
+	return nodes, leaves
+}
+
+// expected is the lineage of goroutine g according to the program itself.
+func expected(nodes map[string]treeNode, g string) []string {
+	var out []string
+	for g != "1" {
+		n, ok := nodes[g]
+		if !ok {
+			break
+		}
+		out = append(out, fmt.Sprintf("created by %s at %s in goroutine %s", n.fn, n.pos, n.parent))
+		g = n.parent
+	}
+	return out
+}
+
+// lineageByThread maps "thread TID goroutine G" to its created-by lines.
+func lineageByThread(out string) map[string][]string {
+	m := map[string][]string{}
+	for _, th := range parseThreads(out) {
+		if strings.Contains(th.head, " goroutine ") {
+			m[strings.TrimSuffix(strings.Fields(th.head)[1]+" "+strings.Fields(th.head)[3], ":")] = th.lineage
+		}
+	}
+	return m
+}
+
+func checkLineage(t *testing.T, who string, got map[string][]string, nodes map[string]treeNode, leaves map[string]bool) {
+	t.Helper()
+	seen := 0
+	for k, lines := range got {
+		g := strings.Fields(k)[1]
+		if !leaves[g] {
+			continue
+		}
+		seen++
+		if want := expected(nodes, g); strings.Join(lines, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: thread/goroutine %s lineage:\n%s\nwant (from the program's runtime.Stack):\n%s", who, k, strings.Join(lines, "\n"), strings.Join(want, "\n"))
+		}
+		if len(lines) != 4 {
+			t.Errorf("%s: goroutine %s has %d lineage steps, want 4 (worker, handler, server, main)", who, g, len(lines))
+		}
+	}
+	if seen == 0 {
+		t.Errorf("%s: no leaf goroutine found on any thread", who)
+	}
+}
+
+// TestLineageCrossCheck runs the goroutine-tree fixture and checks that the
+// live reader, the core reader, the gdb extension and both samplers (ptrace
+// and eBPF) report for each leaf goroutine exactly the lineage the program
+// itself saw through runtime.Stack, including ancestors that have exited.
+func TestLineageCrossCheck(t *testing.T) {
+	exe := fixture(t, "tree")
+	requireABI(t, exe)
+	p := start(t, exe, "GODEBUG=lineagestack=16")
+	nodes, leaves := parseTree(t, p.report)
+
+	out, stderr, code := tool(t, "stacks", fmt.Sprint(p.pid()))
+	if code != 0 {
+		t.Fatalf("stacks: exit %d: %s", code, stderr)
+	}
+	p.checkRunning(t)
+	checkLineage(t, "stacks PID", lineageByThread(out), nodes, leaves)
+	if !strings.Contains(out, "\tmain.handler.gowrap1(...)") {
+		t.Errorf("no creation stack (GODEBUG=lineagestack=16) in output:\n%s", out)
+	}
+
+	t.Run("core", func(t *testing.T) {
+		if _, err := exec.LookPath("gcore"); err != nil {
+			t.Skip("skipping: gcore (gdb) not installed")
+		}
+		prefix := filepath.Join(t.TempDir(), "core")
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		if o, err := exec.CommandContext(ctx, "gcore", "-o", prefix, fmt.Sprint(p.pid())).CombinedOutput(); err != nil {
+			t.Fatalf("gcore: %v\n%s", err, o)
+		}
+		p.checkRunning(t)
+		core := fmt.Sprintf("%s.%d", prefix, p.pid())
+		defer os.Remove(core)
+		cout, stderr, code := tool(t, "stacks", "--core", core, exe)
+		if code != 0 {
+			t.Fatalf("stacks --core: exit %d: %s", code, stderr)
+		}
+		fromCore := lineageByThread(cout)
+		checkLineage(t, "stacks --core", fromCore, nodes, leaves)
+
+		gout := runGDB(t, exe, core)
+		fromGDB := lineageByThread(gout)
+		checkLineage(t, "gdb golineage-bt", fromGDB, nodes, leaves)
+		if fmt.Sprint(sorted(fromCore)) != fmt.Sprint(sorted(fromGDB)) {
+			t.Errorf("core reader and gdb disagree:\n%v\n%v", sorted(fromCore), sorted(fromGDB))
+		}
+	})
+
+	for _, collector := range []string{"ptrace", "bpf"} {
+		t.Run("profile-"+collector, func(t *testing.T) {
+			if collector == "bpf" {
+				if err := bpfAvailable(); err != nil {
+					t.Skipf("skipping: %v", err)
+				}
+			}
+			pb := filepath.Join(t.TempDir(), "p.pb.gz")
+			_, stderr, code := tool(t, "profile", "-collector", collector, "-hz", "199", "-duration", "2s", "-o", pb, fmt.Sprint(p.pid()))
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			p.checkRunning(t)
+			checkProfileLineage(t, pb, nodes, leaves)
+		})
+	}
+}
+
+// checkProfileLineage checks every sample labelled with a leaf goroutine:
+// below its goexit frame come exactly the program's created-by steps.
+func checkProfileLineage(t *testing.T, path string, nodes map[string]treeNode, leaves map[string]bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prof, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, s := range prof.Sample {
+		gs := s.NumLabel["goroutine"]
+		if len(gs) != 1 || !leaves[fmt.Sprint(gs[0])] {
+			continue
+		}
+		var got []string
+		for _, loc := range s.Location {
+			for _, ln := range loc.Line {
+				if strings.HasPrefix(ln.Function.Name, "created by ") {
+					got = append(got, fmt.Sprintf("%s at %s:%d", ln.Function.Name, ln.Function.Filename, ln.Line))
+				}
+			}
+		}
+		var want []string
+		for _, w := range expected(nodes, fmt.Sprint(gs[0])) {
+			want = append(want, w[:strings.LastIndex(w, " in goroutine ")])
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("sample of goroutine %d: lineage frames\n%s\nwant\n%s", gs[0], strings.Join(got, "\n"), strings.Join(want, "\n"))
+			return
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Errorf("no sample of a leaf goroutine in %d samples", len(prof.Sample))
+	}
+}
+
+func sorted(m map[string][]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+": "+strings.Join(v, " | "))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func runGDB(t *testing.T, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gdb"); err != nil {
+		t.Skip("skipping: gdb not installed (apt-get install gdb)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	script, _ := filepath.Abs("gdb/golineage.py")
+	cmdArgs := []string{"-batch", "-nx", "-ex", "source " + script, "-ex", "golineage-bt"}
+	cmd := exec.CommandContext(ctx, "gdb", append(cmdArgs, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("gdb: %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "Python Exception") || strings.Contains(out.String(), "Error occurred in Python") {
+		t.Fatalf("gdb extension failed:\n%s", out.String())
+	}
+	return out.String()
+}
+
+// TestStrippedLineage: the same lineage from binaries built with -s -w,
+// position-dependent and PIE (the header's address then moves with the load
+// bias).
+func TestStrippedLineage(t *testing.T) {
+	for _, flags := range [][]string{{"-ldflags=-s -w"}, {"-buildmode=pie", "-ldflags=-s -w"}} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			exe := fixture(t, "tree", flags...)
+			requireABI(t, exe)
+			p := start(t, exe)
+			nodes, leaves := parseTree(t, p.report)
+			out, stderr, code := tool(t, "stacks", fmt.Sprint(p.pid()))
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			p.checkRunning(t)
+			checkLineage(t, "stacks (stripped)", lineageByThread(out), nodes, leaves)
+		})
+	}
+}
+
+// TestLineageDepthBound: with GODEBUG=lineage=2 the chain keeps two
+// ancestors and says the rest were not recorded.
+func TestLineageDepthBound(t *testing.T) {
+	exe := fixture(t, "tree")
+	requireABI(t, exe)
+	p := start(t, exe, "GODEBUG=lineage=2")
+	nodes, leaves := parseTree(t, p.report)
+	out, stderr, code := tool(t, "stacks", fmt.Sprint(p.pid()))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	seen := 0
+	for k, lines := range lineageByThread(out) {
+		g := strings.Fields(k)[1]
+		if !leaves[g] {
+			continue
+		}
+		seen++
+		want := expected(nodes, g)
+		// The goroutine's own step plus two ancestors; the last one's
+		// parent is unknown, so "in goroutine" is absent.
+		if len(lines) != 3 || lines[0] != want[0] || lines[1] != want[1] || !strings.HasPrefix(want[2], lines[2]+" in goroutine ") {
+			t.Errorf("goroutine %s:\n%s\nwant the first 3 of:\n%s", g, strings.Join(lines, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	if seen == 0 || !strings.Contains(out, "older ancestors not recorded: true depth 4") {
+		t.Errorf("no truncated leaf chain in:\n%s", out)
+	}
+}
+
+// TestGDBLive attaches gdb in batch mode to a live fixture and checks the
+// command prints every thread and leaves the process running.
+func TestGDBLive(t *testing.T) {
+	p := start(t, fixture(t, "blocked"))
+	out := runGDB(t, "-p", fmt.Sprint(p.pid()))
+	p.checkRunning(t)
+	if n := strings.Count(out, "\nthread "); n < len(mustTasks(t, p.pid()))-1 {
+		t.Errorf("gdb printed %d threads:\n%s", n, out)
+	}
+	if !strings.Contains(out, "main.S.run") {
+		t.Errorf("gdb output lacks the fixture's frames:\n%s", out)
+	}
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"fpsafe/golineage/internal/gobin"
+	"fpsafe/golineage/internal/lineage"
+	"fpsafe/golineage/internal/pprofout"
+	"fpsafe/golineage/internal/stack"
+	"fpsafe/golineage/internal/target"
+)
+
+type profileFlags struct {
+	hz         int
+	duration   time.Duration
+	out        string
+	format     string
+	collector  string
+	native     bool
+	running    bool
+	stats      bool
+	consistent bool
+}
+
+func cmdProfile(args []string) error {
+	var pf profileFlags
+	fl := flag.NewFlagSet("profile", flag.ContinueOnError)
+	fl.IntVar(&pf.hz, "hz", 99, "samples per second")
+	fl.DurationVar(&pf.duration, "duration", 10*time.Second, "how long to sample")
+	fl.StringVar(&pf.out, "o", "", "output `file` (default golineage.pb.gz for pprof, standard output for folded)")
+	fl.StringVar(&pf.format, "format", "pprof", "output format: pprof, folded (flame-graph scripts) or svg (a flame graph)")
+	fl.StringVar(&pf.collector, "collector", "ptrace", "ptrace (stop threads from user space) or bpf (copy stacks in the kernel with bpftrace)")
+	fl.BoolVar(&pf.native, "native", false, "native stacks only (allowed for binaries without the lineage ABI)")
+	fl.BoolVar(&pf.running, "running", false, "keep only samples of threads that were running (a CPU profile)")
+	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times to standard error")
+	fl.BoolVar(&pf.consistent, "consistent", false, "stop all threads together for each sample (a snapshot consistent across threads; costs the target more)")
+	if err := fl.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fl.NArg() != 1 {
+		return usageError{"profile: need exactly one PID"}
+	}
+	if pf.hz <= 0 || pf.hz > 10000 {
+		return usageError{fmt.Sprintf("-hz %d: want 1..10000", pf.hz)}
+	}
+	if pf.duration <= 0 {
+		return usageError{"-duration must be positive"}
+	}
+	if pf.format != "pprof" && pf.format != "folded" && pf.format != "svg" {
+		return usageError{fmt.Sprintf("-format %q: want pprof, folded or svg", pf.format)}
+	}
+	pid, err := parsePID(fl.Arg(0))
+	if err != nil {
+		return err
+	}
+	bin, err := openLive(pid)
+	if err != nil {
+		return err
+	}
+	defer bin.Close()
+	abi, err := findABI(bin, pf.native)
+	if err != nil {
+		return err
+	}
+	auxv, err := target.ReadAuxv(pid)
+	if err != nil {
+		return fmt.Errorf("process %d: %v", pid, err)
+	}
+	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
+	if err != nil {
+		return err
+	}
+	b := pprofout.New(bin, bias, time.Second/time.Duration(pf.hz))
+	b.Title = fmt.Sprintf("golineage profile of %s (pid %d), %d Hz, %s collector", filepath.Base(bin.Path), pid, pf.hz, pf.collector)
+	switch pf.collector {
+	case "ptrace":
+		err = samplePtrace(pid, bin, bias, abi, pf, b)
+	case "bpf":
+		err = sampleBPF(pid, bin, bias, abi, pf, b)
+	default:
+		return usageError{fmt.Sprintf("-collector %q: want ptrace or bpf", pf.collector)}
+	}
+	if err != nil && b.Len() == 0 {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "golineage: sampling ended early: %v (writing the %d samples taken)\n", err, b.Len())
+	}
+	return writeProfile(b, pf)
+}
+
+func writeProfile(b *pprofout.Builder, pf profileFlags) error {
+	out := pf.out
+	if out == "" && pf.format == "pprof" {
+		out = "golineage.pb.gz"
+	}
+	var w io.Writer = os.Stdout
+	var f *os.File
+	if out != "" && out != "-" {
+		var err error
+		if f, err = os.Create(out); err != nil {
+			return err
+		}
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	var err error
+	switch pf.format {
+	case "folded":
+		err = b.WriteFolded(bw)
+	case "svg":
+		err = b.WriteSVG(bw, b.Title)
+	default:
+		err = b.Profile().Write(bw)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil && out != "" && out != "-" {
+		fmt.Fprintf(os.Stderr, "golineage: wrote %d samples to %s\n", b.Len(), out)
+	}
+	return err
+}
+
+// samplePtrace stops all threads at each tick, copies their stacks and
+// lineage, and resumes them before doing anything else (symbolization and
+// output happen after sampling).
+func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf profileFlags, b *pprofout.Builder) error {
+	tr := target.NewTracer()
+	defer tr.Close()
+	period := time.Second / time.Duration(pf.hz)
+	deadline := time.Now().Add(pf.duration)
+	var stops []time.Duration
+	defer func() {
+		if pf.stats || len(stops) > 0 {
+			reportStops(stops)
+		}
+	}()
+	var loopErr error
+	tr.Do(func() {
+		next := time.Now()
+		for time.Now().Before(deadline) && !interrupted.Load() {
+			var samples []pprofout.Sample
+			var err error
+			if pf.consistent {
+				var window time.Duration
+				var n int
+				window, err = tr.StopOnThread(pid, pf.running, func(st *target.Stopped) {
+					snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi}
+					samples = sampleThreads(snap, loadViewOrNil(snap), pf.running)
+					n = len(st.Threads)
+				})
+				// Every thread was held for the whole window.
+				stops = append(stops, window*time.Duration(n))
+			} else {
+				samples, err = sampleEach(tr, pid, bin, bias, abi, pf.running, &stops)
+			}
+			if err != nil {
+				if _, e := os.Stat(fmt.Sprintf("/proc/%d", pid)); e != nil || errors.Is(err, target.ErrGone) {
+					err = fmt.Errorf("process %d exited", pid)
+				}
+				loopErr = err
+				return
+			}
+			for _, s := range samples {
+				b.Add(s)
+			}
+			next = next.Add(period)
+			if d := time.Until(next); d > 0 {
+				// Sleep on the tracer thread itself: no handoff per sample.
+				ts := unix.NsecToTimespec(d.Nanoseconds())
+				for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+				}
+			} else {
+				next = time.Now() // fell behind: do not burst
+			}
+		}
+	})
+	return loopErr
+}
+
+// sampleEach takes one sample of every thread, stopping one thread at a
+// time: each thread is held only while its own registers, stack and lineage
+// record are copied. The lineage header and registry are read first, with
+// the process running (regions are never freed, and each region is read
+// again, under its sequence counter, while its thread is stopped).
+func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, running bool, stops *[]time.Duration) ([]pprofout.Sample, error) {
+	tids, err := target.ListThreads(pid)
+	if err != nil {
+		return nil, err
+	}
+	var view *lineage.View
+	if abi != nil {
+		view, _ = abi.Load(target.ProcMem(pid), bias)
+	}
+	var out []pprofout.Sample
+	var total time.Duration
+	for _, tid := range tids {
+		d, err := tr.StopThreadOnThread(pid, tid, running, func(st *target.Stopped) {
+			mem := target.NewCachedMem(st.Mem)
+			snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: mem}
+			var v *lineage.View
+			if view != nil {
+				v = view.WithMem(mem)
+			}
+			out = append(out, sampleThreads(snap, v, running)...)
+		})
+		total += d
+		if errors.Is(err, target.ErrThreadGone) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	*stops = append(*stops, total)
+	return out, nil
+}
+
+func loadViewOrNil(snap *snapshot) *lineage.View {
+	v, _ := loadView(snap) // a sample without lineage is still a sample
+	return v
+}
+
+// sampleThreads copies what a sample needs while the target is stopped.
+func sampleThreads(snap *snapshot, view *lineage.View, runningOnly bool) []pprofout.Sample {
+	var out []pprofout.Sample
+	for _, th := range snap.threads {
+		if runningOnly && th.State != "R" {
+			continue
+		}
+		walk := stack.Unwind(snap.mem, snap.bin, snap.bias, th.Regs)
+		s := pprofout.Sample{TID: th.TID, PCs: walk.PCs}
+		if view != nil {
+			if rec, err := view.Thread(uint64(th.TID)); err == nil && rec != nil {
+				s.Goid, s.Lineage = rec.Goid, lineage.Chain(rec)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func reportStops(stops []time.Duration) {
+	if len(stops) == 0 {
+		return
+	}
+	s := append([]time.Duration(nil), stops...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	fmt.Fprintf(os.Stderr, "golineage: %d samples; thread stop time per sample (summed over threads): mean %v, median %v, p99 %v, max %v\n",
+		len(s), sum/time.Duration(len(s)), s[len(s)/2], s[len(s)*99/100], s[len(s)-1])
+}
+
+var errNoBPF = errors.New("bpf collector unavailable")

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"fpsafe/golineage/internal/gobin"
+	"fpsafe/golineage/internal/lineage"
+	"fpsafe/golineage/internal/stack"
+	"fpsafe/golineage/internal/target"
+)
+
+// snapshot is a target held still: a stopped process or a core file.
+type snapshot struct {
+	bin     *gobin.Binary
+	bias    uint64
+	threads []target.Thread
+	mem     target.Mem
+	abi     *lineage.ABI // nil when only native stacks are wanted
+	// warnings about the input (a truncated core); they make the exit
+	// status non-zero after the output.
+	warnings []string
+}
+
+func cmdStacks(args []string) error {
+	fl := flag.NewFlagSet("stacks", flag.ContinueOnError)
+	native := fl.Bool("native", false, "print native stacks only (allowed for binaries without the lineage ABI)")
+	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
+	if err := fl.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	if *core != "" {
+		if fl.NArg() != 1 {
+			return usageError{"stacks --core CORE EXE: need exactly one EXE"}
+		}
+		snap, closer, err := openCore(*core, fl.Arg(0), *native)
+		if err != nil {
+			return err
+		}
+		defer closer()
+		if err := writeThreads(w, snap, collect(snap)); err != nil {
+			return err
+		}
+		if len(snap.warnings) > 0 {
+			return fmt.Errorf("%s: %s", *core, strings.Join(snap.warnings, "; "))
+		}
+		return nil
+	}
+	if fl.NArg() != 1 {
+		return usageError{"stacks: need exactly one PID"}
+	}
+	pid, err := parsePID(fl.Arg(0))
+	if err != nil {
+		return err
+	}
+	bin, err := openLive(pid)
+	if err != nil {
+		return err
+	}
+	defer bin.Close()
+	abi, err := findABI(bin, *native)
+	if err != nil {
+		return err
+	}
+	tr := target.NewTracer()
+	defer tr.Close()
+	auxv, err := target.ReadAuxv(pid)
+	if err != nil {
+		return fmt.Errorf("process %d: %w", pid, err)
+	}
+	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
+	if err != nil {
+		return err
+	}
+	var threads []stack.Thread
+	_, err = tr.Stop(pid, true, func(st *target.Stopped) {
+		snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi}
+		threads = collect(snap)
+	})
+	if err != nil {
+		return err
+	}
+	return writeThreads(w, &snapshot{bin: bin, bias: bias}, threads)
+}
+
+func writeThreads(w *bufio.Writer, snap *snapshot, threads []stack.Thread) error {
+	for _, t := range threads {
+		stack.Write(w, snap.bin, snap.bias, t)
+	}
+	return w.Flush()
+}
+
+func parsePID(s string) (int, error) {
+	pid, err := strconv.Atoi(s)
+	if err != nil || pid <= 0 {
+		return 0, usageError{fmt.Sprintf("%q is not a process id", s)}
+	}
+	return pid, nil
+}
+
+// openLive opens the executable of a running process.
+func openLive(pid int) (*gobin.Binary, error) {
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		return nil, fmt.Errorf("process %d: no such process", pid)
+	}
+	exe := fmt.Sprintf("/proc/%d/exe", pid)
+	bin, err := gobin.Open(exe)
+	if err == nil {
+		if name, err := os.Readlink(exe); err == nil {
+			bin.Path = name
+		}
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, &target.PermissionError{PID: pid, Err: err}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("process %d: no such process (or it has no executable: a kernel thread)", pid)
+		}
+		if errors.Is(err, gobin.ErrNotGo) {
+			name, _ := os.Readlink(exe)
+			return nil, fmt.Errorf("process %d (%s) is not a Go program", pid, name)
+		}
+		return nil, err
+	}
+	return bin, nil
+}
+
+func findABI(bin *gobin.Binary, native bool) (*lineage.ABI, error) {
+	if native {
+		return nil, nil
+	}
+	abi, err := lineage.Find(bin)
+	if err != nil {
+		return nil, fmt.Errorf("%v\n(use -native to print native stacks without lineage)", err)
+	}
+	return abi, nil
+}
+
+// collect unwinds, symbolizes and stitches every thread of snap. It must run
+// while the target is stopped.
+func collect(snap *snapshot) []stack.Thread {
+	view, verr := loadView(snap)
+	var out []stack.Thread
+	for _, th := range snap.threads {
+		walk := stack.Unwind(snap.mem, snap.bin, snap.bias, th.Regs)
+		t := stack.Thread{TID: th.TID, State: th.State, Stop: walk.Stop}
+		t.Frames = stack.Symbolize(snap.bin, snap.bias, walk.PCs, false)
+		switch {
+		case verr != nil:
+			t.Note = "lineage: " + verr.Error()
+		case view != nil:
+			rec, err := view.Thread(uint64(th.TID))
+			switch {
+			case err != nil:
+				t.Note = "lineage: " + err.Error()
+			case rec != nil:
+				t.Goid, t.Lineage = rec.Goid, lineage.Chain(rec)
+				if rec.Truncated() {
+					t.Note = fmt.Sprintf("older ancestors not recorded: true depth %d, GODEBUG=lineage keeps %d", rec.Depth, view.H.MaxDepth)
+				}
+			}
+			if view.Note != "" {
+				t.Note = view.Note
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// loadView reads the lineage header and registry of a stopped target.
+func loadView(snap *snapshot) (*lineage.View, error) {
+	if snap.abi == nil {
+		return nil, nil
+	}
+	return snap.abi.Load(snap.mem, snap.bias)
+}
