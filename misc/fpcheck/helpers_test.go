@@ -20,9 +20,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv("FPCHECK_FAKE"); mode != "" {
-		os.Exit(fakeProgram(mode))
-	}
 	var err error
 	tmpRoot, err = os.MkdirTemp("", "fpcheck-test")
 	if err != nil {
@@ -54,6 +51,15 @@ var upstream struct {
 // upstreamGo returns the go command of pristine go1.27.3 from the module
 // cache (fetched through the toolchain mechanism), or skips the test.
 func upstreamGo(t *testing.T) string {
+	goBin, why := upstreamGoBin()
+	if goBin == "" {
+		t.Skip(why)
+	}
+	return goBin
+}
+
+// upstreamGoBin is upstreamGo without the skip: the go command, or "" and why.
+func upstreamGoBin() (string, string) {
 	upstream.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -71,10 +77,7 @@ func upstreamGo(t *testing.T) string {
 		}
 		upstream.goBin = filepath.Join(root, "bin", "go")
 	})
-	if upstream.goBin == "" {
-		t.Skip(upstream.why)
-	}
-	return upstream.goBin
+	return upstream.goBin, upstream.why
 }
 
 // build builds the package pkg (relative to the module) with goBin into a

@@ -3,47 +3,69 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
-// fakeProgram imitates a program run under GODEBUG=fpunwindcheck=1, so the
-// runner can be tested without the runtime side.
-func fakeProgram(mode string) int {
-	e := os.Stderr
-	fmt.Println("fake: GODEBUG=" + os.Getenv("GODEBUG"))
-	switch mode {
-	case "clean":
-		fmt.Fprintln(e, "fpunwindcheck: site=heap checked=1000 mismatches=0")
-		fmt.Fprintln(e, "fpunwindcheck: site=trace checked=234 mismatches=0")
-		fmt.Fprintln(e, "fpunwindcheck: checked=1234 mismatches=0")
-	case "mismatch":
-		fmt.Fprintln(e, "fpunwindcheck: mismatch site=block goid=7 fp=[0x401000,0x401100] slow=[0x401000,0x401200,0x401300]")
-		fmt.Fprintln(e, "fpunwindcheck: site=block checked=10 mismatches=1")
-		fmt.Fprintln(e, "fpunwindcheck: checked=10 mismatches=1")
-	case "crash":
-		fmt.Fprintln(e, "fpunwindcheck: site=heap checked=5 mismatches=0")
-		fmt.Fprintln(e, "panic: boom")
-		return 2
-	case "silent":
-	case "inconsistent":
-		fmt.Fprintln(e, "fpunwindcheck: site=heap checked=5 mismatches=0")
-		fmt.Fprintln(e, "fpunwindcheck: checked=6 mismatches=0")
-	case "hang":
-		time.Sleep(time.Hour)
-	case "fail":
-		fmt.Fprintln(e, "fpunwindcheck: checked=3 mismatches=0")
-		return 3
-	}
-	return 0
-}
+// fakeScript imitates a program run under GODEBUG=fpunwindcheck=1, so the
+// runner can be tested without the runtime side. It is a shell script, not a
+// Go program: a Go binary built by the fork has a runtime that honours
+// GODEBUG=fpunwindcheck=1 and prints its own real report at exit (and on a
+// panic), which would mix with the fake lines. The mode is FPCHECK_FAKE.
+const fakeScript = `#!/bin/sh
+echo "fake: GODEBUG=$GODEBUG"
+case "$FPCHECK_FAKE" in
+clean)
+	printf '%s\n' \
+		'fpunwindcheck: site=heap checked=1000 mismatches=0' \
+		'fpunwindcheck: site=trace checked=234 mismatches=0' \
+		'fpunwindcheck: checked=1234 mismatches=0' >&2
+	;;
+mismatch)
+	printf '%s\n' \
+		'fpunwindcheck: mismatch site=block goid=7 fp=[0x401000,0x401100] slow=[0x401000,0x401200,0x401300]' \
+		'fpunwindcheck: site=block checked=10 mismatches=1' \
+		'fpunwindcheck: checked=10 mismatches=1' >&2
+	;;
+crash)
+	printf '%s\n' \
+		'fpunwindcheck: site=heap checked=5 mismatches=0' \
+		'panic: boom' >&2
+	exit 2
+	;;
+silent)
+	;;
+inconsistent)
+	printf '%s\n' \
+		'fpunwindcheck: site=heap checked=5 mismatches=0' \
+		'fpunwindcheck: checked=6 mismatches=0' >&2
+	;;
+hang)
+	# exec, so the SIGQUIT and SIGKILL of the timeout reach the process
+	# holding the stderr pipe.
+	exec sleep 3600
+	;;
+fail)
+	printf '%s\n' 'fpunwindcheck: checked=3 mismatches=0' >&2
+	exit 3
+	;;
+*)
+	echo "fake: unknown mode $FPCHECK_FAKE" >&2
+	exit 99
+	;;
+esac
+exit 0
+`
 
 func TestRunFake(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skipf("the fake program is a shell script: %v", err)
+	}
+	fake := filepath.Join(t.TempDir(), "fake")
+	if err := os.WriteFile(fake, []byte(fakeScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -64,7 +86,7 @@ func TestRunFake(t *testing.T) {
 			if tc.timeout != "" {
 				args = append(args, "-timeout", tc.timeout)
 			}
-			args = append(args, "--", self)
+			args = append(args, "--", fake)
 			code, stdout, stderr := fpcheck(t, "", []string{"FPCHECK_FAKE=" + tc.mode, "GODEBUG=foo=1"}, args...)
 			all := stdout + stderr
 			if code != tc.want {

@@ -153,7 +153,7 @@ func collect(snap *snapshot) []stack.Thread {
 	for _, th := range snap.threads {
 		walk := stack.Unwind(snap.mem, snap.bin, snap.bias, th.Regs)
 		t := stack.Thread{TID: th.TID, State: th.State, Stop: walk.Stop}
-		t.Frames = stack.Symbolize(snap.bin, snap.bias, walk.PCs, false)
+		t.Frames = stack.SymbolizeWalk(snap.bin, snap.bias, walk)
 		switch {
 		case verr != nil:
 			t.Note = "lineage: " + verr.Error()

@@ -16,6 +16,7 @@ type Loc struct {
 	Line    int
 	Offset  uint64 // PC minus function entry (physical frames only)
 	Inlined bool
+	Signal  bool // first frame interrupted by a signal (below a signal frame)
 }
 
 // Symbolize expands walked PCs into logical frames, innermost first. The first
@@ -36,6 +37,22 @@ func Symbolize(bin *gobin.Binary, bias uint64, pcs []uint64, firstIsRet bool) []
 			}
 			out = append(out, l)
 		}
+	}
+	return out
+}
+
+// SymbolizeWalk is Symbolize for a walk that may cross signal frames: the
+// interrupted PCs recovered from a signal frame are exact, and their first
+// logical frame is marked Signal.
+func SymbolizeWalk(bin *gobin.Binary, bias uint64, w Walk) []Loc {
+	var out []Loc
+	for i, pc := range w.PCs {
+		sig := w.IsSignal(i)
+		locs := Symbolize(bin, bias, []uint64{pc}, i > 0 && !sig)
+		if sig && len(locs) > 0 {
+			locs[0].Signal = true
+		}
+		out = append(out, locs...)
 	}
 	return out
 }
@@ -91,6 +108,9 @@ func FuncName(l Loc) string {
 
 func writeFrames(w io.Writer, frames []Loc, indent string) {
 	for _, l := range frames {
+		if l.Signal {
+			fmt.Fprintf(w, "%ssignal arrived during execution\n", indent)
+		}
 		if l.Func == "" {
 			fmt.Fprintf(w, "%s%s\n", indent, FuncName(l))
 			continue

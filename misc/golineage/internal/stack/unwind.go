@@ -24,20 +24,54 @@ type Walk struct {
 	// Stop explains why the walk ended early ("" when it reached a root or a
 	// zero frame pointer).
 	Stop string
+	// Signal lists the indices in PCs of interrupted PCs recovered from a
+	// kernel signal frame: they are exact PCs, not return addresses, and
+	// the frames from there on ran before the signal arrived.
+	Signal []int
+}
+
+// IsSignal reports whether PCs[i] is an interrupted PC from a signal frame.
+func (w Walk) IsSignal(i int) bool {
+	for _, j := range w.Signal {
+		if j == i {
+			return true
+		}
+	}
+	return false
 }
 
 // Unwind walks the frame-pointer chain of one thread. bias is the load bias
 // (runtime address minus link-time address) of the executable.
 func Unwind(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.Regs) Walk {
 	var w Walk
+	for sigs := 0; ; sigs++ {
+		next, ok := w.walk(mem, bin, bias, regs)
+		if !ok || sigs >= maxSignalFrames {
+			return w
+		}
+		w.Signal = append(w.Signal, len(w.PCs))
+		regs = next
+	}
+}
+
+// maxSignalFrames bounds how many nested signal frames one walk crosses.
+const maxSignalFrames = 16
+
+// walk appends the frames from regs to w. If the walk reaches the runtime's
+// signal trampoline and a valid kernel signal frame is found above it, walk
+// returns the interrupted registers and true: the caller continues from
+// there (as gdb does across a signal frame).
+func (w *Walk) walk(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.Regs) (target.Regs, bool) {
+	var none target.Regs
 	pc, fp := regs.PC, regs.FP
+	start := len(w.PCs) // index of this segment's exact PC
 	if pc == 0 {
 		w.Stop = "zero PC"
-		return w
+		return none, false
 	}
 	w.PCs = append(w.PCs, pc)
 	if isRoot(bin, pc-bias) {
-		return w
+		return none, false
 	}
 	// Innermost frame.
 	if f := bin.FindFunc(pc - bias); f != nil {
@@ -53,7 +87,7 @@ func Unwind(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.Regs) Wa
 					r, err := target.Word(mem, slot)
 					if err != nil {
 						w.Stop = err.Error()
-						return w
+						return none, false
 					}
 					ret = r
 					slot = regs.SP - 8 // where this frame's saved FP lives
@@ -63,7 +97,7 @@ func Unwind(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.Regs) Wa
 				r, err := target.Word(mem, slot)
 				if err != nil {
 					w.Stop = err.Error()
-					return w
+					return none, false
 				}
 				ret = r
 				slot -= 8
@@ -73,51 +107,85 @@ func Unwind(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.Regs) Wa
 				next, err := target.Word(mem, fp)
 				if err != nil {
 					w.Stop = err.Error()
-					return w
+					return none, false
 				}
 				fp = next
 			}
 			if ret == 0 {
-				return w
+				return none, false
 			}
 			w.PCs = append(w.PCs, ret)
 			if isRoot(bin, ret-1-bias) {
-				return w
+				return none, false
+			}
+			// The SP of ret's frame just after its call returns.
+			var callerSP uint64
+			if bin.Arch == "arm64" {
+				callerSP = regs.SP + uint64(spd)
+			} else {
+				callerSP = regs.SP + uint64(spd) + 8
+			}
+			if next, ok := signalFrame(mem, bin, bias, ret, callerSP); ok {
+				return next, true
 			}
 		}
 	}
 	seen := map[uint64]bool{}
 	for len(w.PCs) < MaxDepth {
 		if fp == 0 {
-			return w
+			return none, false
 		}
 		if fp%8 != 0 {
 			w.Stop = "misaligned frame pointer"
-			return w
+			return none, false
 		}
 		if seen[fp] {
 			w.Stop = "frame pointer loop"
-			return w
+			return none, false
 		}
 		seen[fp] = true
 		var buf [16]byte
 		if err := mem.ReadAt(buf[:], fp); err != nil {
 			w.Stop = err.Error()
-			return w
+			return none, false
 		}
 		next := le64(buf[:8])
 		ret := le64(buf[8:])
 		if ret == 0 {
-			return w
+			return none, false
 		}
 		w.PCs = append(w.PCs, ret)
 		if isRoot(bin, ret-1-bias) {
-			return w
+			return none, false
+		}
+		if isSignalPC(bin, ret-1-bias) {
+			// The callee's frame record is at fp; the caller's SP after the
+			// call is just above the return address (amd64), or the callee's
+			// entry SP (arm64, where the record sits at the bottom of the
+			// callee's frame).
+			callerSP, ok := fp+16, true
+			if bin.Arch == "arm64" {
+				ok = false
+				prev := w.PCs[len(w.PCs)-2]
+				if len(w.PCs)-2 != start {
+					prev-- // a return address, not this segment's exact PC
+				}
+				if f := bin.FindFunc(prev - bias); f != nil {
+					if spd := f.SPDelta(prev - bias); spd >= 0 {
+						callerSP, ok = fp+8+uint64(spd), true
+					}
+				}
+			}
+			if ok {
+				if regs, ok := signalFrame(mem, bin, bias, ret, callerSP); ok {
+					return regs, true
+				}
+			}
 		}
 		fp = next
 	}
 	w.Stop = "depth limit"
-	return w
+	return none, false
 }
 
 func le64(b []byte) uint64 {
@@ -136,4 +204,113 @@ func isRoot(bin *gobin.Binary, pc uint64) bool {
 		}
 	}
 	return false
+}
+
+// Signal trampolines, as named in the pclntab. A return address into one of
+// them means the frames below it run in a signal handler entered by the
+// kernel, with the interrupted registers in the signal frame.
+var sigtramps = []string{"runtime.sigtramp", "runtime.cgoSigtramp"}
+
+// sigreturn is the sa_restorer the runtime installs: the kernel's signal
+// frame begins with a return address into it (amd64).
+const sigreturn = "runtime.sigreturn__sigaction"
+
+func isSignalPC(bin *gobin.Binary, pc uint64) bool {
+	for _, n := range sigtramps {
+		if bin.FuncNameIs(pc, n) {
+			return true
+		}
+	}
+	return bin.Arch != "arm64" && bin.FuncNameIs(pc, sigreturn)
+}
+
+// signalFrame locates the kernel's rt_sigframe for a walk that reached the
+// return address ret in a signal trampoline, whose SP just after that call
+// was callerSP, and returns the interrupted registers from its ucontext.
+// ok is false when ret is not in a trampoline or the frame does not look
+// like one the kernel built.
+func signalFrame(mem target.Mem, bin *gobin.Binary, bias, ret, callerSP uint64) (target.Regs, bool) {
+	var none target.Regs
+	rpc := ret - 1 - bias
+	var entrySP uint64
+	switch {
+	case bin.Arch != "arm64" && bin.FuncNameIs(rpc, sigreturn):
+		// ret is the frame's pretcode itself.
+		entrySP = callerSP - 8
+	case isSignalPC(bin, rpc):
+		f := bin.FindFunc(rpc)
+		if f == nil {
+			return none, false
+		}
+		spd := f.SPDelta(rpc)
+		if spd < 0 {
+			return none, false
+		}
+		entrySP = callerSP + uint64(spd)
+	default:
+		return none, false
+	}
+	return SigContext(mem, bin, bias, entrySP)
+}
+
+// Offsets into the kernel's rt_sigframe (arch/*/kernel/signal.c, uapi
+// ucontext and sigcontext), from the SP the handler was entered with.
+const (
+	// amd64: {pretcode u64; ucontext {uc_flags, uc_link, uc_stack[24],
+	// mcontext gregs r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip}}.
+	amd64Gregs = 8 + 40
+	amd64RBP   = 10 * 8
+	amd64RSP   = 15 * 8
+	amd64RIP   = 16 * 8
+	// arm64: {siginfo [128]; ucontext {uc_flags, uc_link, uc_stack[24],
+	// uc_sigmask padded to 128, mcontext (16-aligned) {fault_address,
+	// regs[31], sp, pc, pstate}}}.
+	arm64Regs = 128 + 176 + 8
+)
+
+// SigContext reads the interrupted registers from the kernel signal frame
+// that starts at entrySP (the SP the handler was entered with) and checks
+// that they are plausible: a canonical non-zero PC, inside the executable's
+// Go text or, for foreign code, with a readable aligned SP.
+func SigContext(mem target.Mem, bin *gobin.Binary, bias, entrySP uint64) (target.Regs, bool) {
+	var r target.Regs
+	var limit uint64
+	switch bin.Arch {
+	case "arm64":
+		var b [34 * 8]byte
+		if mem.ReadAt(b[:], entrySP+arm64Regs) != nil {
+			return r, false
+		}
+		r.FP = le64(b[29*8:])
+		r.LR = le64(b[30*8:])
+		r.SP = le64(b[31*8:])
+		r.PC = le64(b[32*8:])
+		limit = 1 << 56
+	default:
+		// The frame's pretcode is the handler's return address: if it is in
+		// Go code at all, it must be the runtime's restorer (else this
+		// trampoline was called, not entered by the kernel).
+		pret, err := target.Word(mem, entrySP)
+		if err != nil || pret == 0 {
+			return r, false
+		}
+		if bin.FindFunc(pret-bias) != nil && !bin.FuncNameIs(pret-bias, sigreturn) {
+			return r, false
+		}
+		var b [17 * 8]byte
+		if mem.ReadAt(b[:], entrySP+amd64Gregs) != nil {
+			return r, false
+		}
+		r.FP = le64(b[amd64RBP:])
+		r.SP = le64(b[amd64RSP:])
+		r.PC = le64(b[amd64RIP:])
+		limit = 1 << 47
+	}
+	if r.PC == 0 || r.PC >= limit || r.SP == 0 || r.SP%8 != 0 {
+		return r, false
+	}
+	if _, err := target.Word(mem, r.SP); err != nil {
+		return r, false
+	}
+	return r, true
 }

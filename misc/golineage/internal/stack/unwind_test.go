@@ -1,0 +1,135 @@
+package stack
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"reflect"
+	"runtime"
+	"testing"
+
+	"fpsafe/golineage/internal/gobin"
+	"fpsafe/golineage/internal/target"
+)
+
+// fakeMem is a synthetic memory image: a few regions, everything else faults.
+type fakeMem map[uint64][]byte
+
+func (m fakeMem) ReadAt(p []byte, addr uint64) error {
+	for base, b := range m {
+		if addr >= base && addr+uint64(len(p)) <= base+uint64(len(b)) {
+			copy(p, b[addr-base:])
+			return nil
+		}
+	}
+	return &target.FaultError{Addr: addr, Len: len(p), Err: errors.New("unmapped")}
+}
+
+func (m fakeMem) put(addr, v uint64) {
+	for base, b := range m {
+		if addr >= base && addr+8 <= base+uint64(len(b)) {
+			binary.LittleEndian.PutUint64(b[addr-base:], v)
+			return
+		}
+	}
+	panic("put outside the image")
+}
+
+//go:noinline
+func interrupted() int { return 1 }
+
+// TestSignalFrame builds a signal handler's stack by hand: a frame record
+// whose return address is in runtime.sigtramp and whose saved BP is zero
+// (the fork's sigtramp ends the chain), the kernel's rt_sigframe at
+// sigtramp's entry SP, and an interrupted Go function at a frameless PC. The
+// walk must cross the signal frame and mark the interrupted PC as exact.
+func TestSignalFrame(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("signal frame layout tested on linux/amd64 only")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := gobin.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bin.Close()
+	self := bin.LookupFunc("fpsafe/golineage/internal/stack.interrupted")
+	if self == nil {
+		t.Fatal("interrupted not in pclntab")
+	}
+	bias := uint64(reflect.ValueOf(interrupted).Pointer()) - self.Entry
+	tramp := bin.LookupFunc("runtime.sigtramp")
+	restorer := bin.LookupFunc(sigreturn)
+	goexit := bin.LookupFunc("runtime.goexit")
+	if tramp == nil || restorer == nil || goexit == nil {
+		t.Fatal("runtime.sigtramp, sigreturn__sigaction or goexit missing")
+	}
+	// A return address in sigtramp: the first PC after entry with a positive
+	// SP delta (past its register saves).
+	var ret uint64
+	var spd int32
+	for pc := tramp.Entry + 1; pc < tramp.Entry+0x200; pc++ {
+		if d := tramp.SPDelta(pc); d > 0 {
+			ret, spd = pc+1, d
+			break
+		}
+	}
+	if ret == 0 {
+		t.Fatal("no frame in runtime.sigtramp")
+	}
+
+	const sigStack, goStack = 0x10000, 0x80000
+	mem := fakeMem{sigStack: make([]byte, 0x1000), goStack: make([]byte, 0x1000)}
+	fp0 := uint64(sigStack + 0x100) // sigtrampgo's frame record
+	mem.put(fp0, 0)                 // sigtramp zeroed BP
+	mem.put(fp0+8, ret+bias)
+	entrySP := fp0 + 16 + uint64(spd)
+	mem.put(entrySP, restorer.Entry+bias) // pretcode
+	gregs := entrySP + amd64Gregs
+	sp1, fp1 := uint64(goStack+0x200), uint64(goStack+0x300)
+	rip := self.Entry + bias // frameless at entry: return address at SP
+	mem.put(gregs+amd64RBP, fp1)
+	mem.put(gregs+amd64RSP, sp1)
+	mem.put(gregs+amd64RIP, rip)
+	mem.put(sp1, goexit.Entry+1+bias)
+
+	regs := target.Regs{PC: 0x1234, SP: fp0 - 0x40, FP: fp0} // in foreign code
+	w := Unwind(mem, bin, bias, regs)
+	want := []uint64{0x1234, ret + bias, rip, goexit.Entry + 1 + bias}
+	if !reflect.DeepEqual(w.PCs, want) || w.Stop != "" {
+		t.Fatalf("walk %#x (stop %q), want %#x", w.PCs, w.Stop, want)
+	}
+	if !reflect.DeepEqual(w.Signal, []int{2}) {
+		t.Fatalf("Signal = %v, want [2]", w.Signal)
+	}
+	locs := SymbolizeWalk(bin, bias, w)
+	var sig *Loc
+	for i := range locs {
+		if locs[i].Signal {
+			sig = &locs[i]
+		}
+	}
+	if sig == nil || sig.Func != self.Name || sig.Offset != 0 {
+		t.Fatalf("signal frame not symbolized as the exact interrupted PC: %+v", locs)
+	}
+
+	// A sigtramp that was called, not entered by the kernel: the word at its
+	// entry SP is a Go return address other than the restorer. The walk ends
+	// at sigtramp as the frame-pointer chain does.
+	mem.put(entrySP, self.Entry+4+bias)
+	w = Unwind(mem, bin, bias, regs)
+	if len(w.PCs) != 2 || len(w.Signal) != 0 {
+		t.Fatalf("walk through a non-kernel sigtramp: %#x signal %v", w.PCs, w.Signal)
+	}
+
+	// An implausible interrupted SP (unmapped) is rejected too.
+	mem.put(entrySP, restorer.Entry+bias)
+	mem.put(gregs+amd64RSP, 0x7000000)
+	w = Unwind(mem, bin, bias, regs)
+	if len(w.PCs) != 2 || len(w.Signal) != 0 {
+		t.Fatalf("walk with unmapped interrupted SP: %#x signal %v", w.PCs, w.Signal)
+	}
+}

@@ -1,0 +1,22 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package runtime
+
+import "unsafe"
+
+// LineageHeaderAddr is where the lineage ABI header lives. Tests take only
+// this address from the runtime and read everything else through the
+// header's offsets, as an external reader would.
+func LineageHeaderAddr() uintptr { return uintptr(unsafe.Pointer(&lineageABI)) }
+
+// LineageRecords reports how many lineage records were ever allocated.
+func LineageRecords() int64 { return lineageNRecords.Load() }
+
+// AllgLen reports the number of g structs ever allocated.
+func AllgLen() int {
+	lock(&allglock)
+	defer unlock(&allglock)
+	return len(allgs)
+}

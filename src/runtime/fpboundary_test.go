@@ -1,0 +1,303 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+//go:build linux && (amd64 || arm64)
+
+// Frame-pointer chains at the runtime's boundaries (doc/fp-boundaries.md):
+// in each context the frame-pointer walk must give gentraceback's physical
+// frames in order, stay on the stacks it may visit, and end.
+
+package runtime_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func fpCheckString(pcs []uintptr) string {
+	var b strings.Builder
+	for _, pc := range pcs {
+		fmt.Fprintf(&b, "\n\t%#x %s", pc, runtime.FPCheckFuncName(pc))
+	}
+	return b.String()
+}
+
+// checkFP fails unless r's walks agree. If frameless is set, a frame-pointer
+// walk that lacks exactly the caller of one frameless leaf function is
+// accepted too (no frame-pointer unwinder can see that frame).
+func checkFP(t *testing.T, what string, r runtime.FPCheck) {
+	t.Helper()
+	if r.BadFP != 0 {
+		t.Errorf("%s: frame pointer %#x outside the permitted stacks; walk so far:%s", what, r.BadFP, fpCheckString(r.FP))
+		return
+	}
+	if r.Unterminated {
+		t.Errorf("%s: frame-pointer chain does not end:%s", what, fpCheckString(r.FP))
+		return
+	}
+	if len(r.FP) == 0 || !slices.Equal(r.FP, r.Unwind) {
+		t.Errorf("%s: frame-pointer walk:%s\ngentraceback:%s", what, fpCheckString(r.FP), fpCheckString(r.Unwind))
+	}
+}
+
+func TestFPBoundaryGoroutine(t *testing.T) {
+	checkFP(t, "goroutine", runtime.FPCheckGoroutine())
+}
+
+// The chain from g0 through systemstack links into the goroutine's frames.
+func TestFPBoundarySystemstack(t *testing.T) {
+	r := runtime.FPCheckSystemstack()
+	checkFP(t, "systemstack", r)
+	if !slices.ContainsFunc(r.FP, func(pc uintptr) bool { return runtime.FPCheckFuncName(pc) == "runtime_test.TestFPBoundarySystemstack" }) {
+		t.Errorf("systemstack chain does not reach the goroutine's frames:%s", fpCheckString(r.FP))
+	}
+}
+
+// The chain on g0 under mcall ends at mcall: the goroutine may resume on
+// another M (go.dev/issue/63630).
+func TestFPBoundaryMcall(t *testing.T) {
+	r := runtime.FPCheckMcall()
+	checkFP(t, "mcall", r)
+	if n := len(r.FP); n == 0 || runtime.FPCheckFuncName(r.FP[n-1]) != "runtime.mcall" {
+		t.Errorf("mcall chain does not end at mcall:%s", fpCheckString(r.FP))
+	}
+}
+
+// A signal handler's chain ends at sigtramp and never continues into the
+// interrupted code's frames, which may be C frames without frame pointers.
+func TestFPBoundarySignal(t *testing.T) {
+	r := runtime.FPCheckSignal()
+	checkFP(t, "signal handler", r)
+	if n := len(r.FP); n == 0 || runtime.FPCheckFuncName(r.FP[n-1]) != "runtime.sigtramp" {
+		t.Errorf("signal handler chain does not end at sigtramp:%s", fpCheckString(r.FP))
+	}
+}
+
+//go:noinline
+func fpGrow(n int) runtime.FPCheck {
+	var pad [1024]byte
+	if n == 0 {
+		return runtime.FPCheckGoroutine()
+	}
+	r := fpGrow(n - 1)
+	pad[n%len(pad)] = byte(n)
+	fpSink.Add(int64(pad[(n+1)%len(pad)]))
+	return r
+}
+
+var fpSink atomic.Int64
+
+// After the stack has been copied several times the chain must still agree
+// (go.dev/issue/58432: copystack must adjust every saved frame pointer).
+func TestFPBoundaryMorestack(t *testing.T) {
+	done := make(chan runtime.FPCheck)
+	go func() { done <- fpGrow(300) }() // starts on a small stack
+	checkFP(t, "after stack growth", <-done)
+}
+
+//go:noinline
+func fpPanicDeep(n int) {
+	if n == 0 {
+		panic("fp")
+	}
+	fpPanicDeep(n - 1)
+	fpSink.Add(1)
+}
+
+//go:noinline
+func fpRecover(t *testing.T) (inDefer runtime.FPCheck) {
+	defer func() {
+		inDefer = runtime.FPCheckGoroutine()
+		recover()
+	}()
+	fpPanicDeep(20)
+	return
+}
+
+// During and after recover the chain must agree (go.dev/issue/61766: a
+// frame-pointer walk after recover crashed).
+func TestFPBoundaryRecover(t *testing.T) {
+	checkFP(t, "deferred call during panic", fpRecover(t))
+	checkFP(t, "after recover", runtime.FPCheckGoroutine())
+	checkFP(t, "after recover, grown stack", fpGrow(500))
+}
+
+//go:noinline
+func fpSpinLeaf(i int) int {
+	// A local array indexed by a variable: the leaf gets a frame, so that a
+	// preemption inside it leaves a complete frame-pointer chain.
+	var buf [32]byte
+	for j := range buf {
+		buf[j] = byte(i + j)
+	}
+	return int(buf[i&31])
+}
+
+// fpSpinMid has a stack-bound check, where a goroutine stops synchronously.
+//
+//go:noinline
+func fpSpinMid(i int) int {
+	return fpSpinLeaf(i) + 1
+}
+
+// fpSpinFrameless is a frameless leaf.
+//
+//go:noinline
+func fpSpinFrameless(i int) int {
+	return i*7 + i>>3
+}
+
+//go:noinline
+func fpSpin(stop *atomic.Bool, started chan<- *runtime.G, frameless bool) {
+	started <- runtime.Getg()
+	x := 0
+	for i := 0; !stop.Load(); i++ {
+		if frameless {
+			x += fpSpinFrameless(i)
+		} else {
+			x += fpSpinMid(i)
+		}
+	}
+	fpSink.Add(int64(x))
+}
+
+// Stop a spinning goroutine as the GC does, many times: at asynchronous
+// safe points (go.dev/issue/63830, arm64 async preemption) and at
+// synchronous ones in morestack (go.dev/issue/68090: the tracer's walk from
+// a goroutine stopped in morestack showed a single 0x0 frame). Prologues
+// and epilogues, where the interrupted function's frame record is not in
+// place, are not asynchronous safe points (preemptfp.go).
+func TestFPBoundaryPreempt(t *testing.T) {
+	if nomit := testFPPreempt(t, false, false); nomit != 0 {
+		t.Errorf("%d stops lacked a frame, but no frameless leaf was running", nomit)
+	}
+}
+
+// With asynchronous preemption off, every stop is in morestack.
+func TestFPBoundaryPreemptSync(t *testing.T) {
+	defer runtime.SetAsyncPreemptOff(runtime.SetAsyncPreemptOff(1))
+	testFPPreempt(t, false, true)
+}
+
+// A frameless leaf is still preempted asynchronously; there, and only
+// there, the walk lacks the leaf's caller.
+func TestFPBoundaryPreemptFrameless(t *testing.T) {
+	testFPPreempt(t, true, false)
+}
+
+func testFPPreempt(t *testing.T, frameless, syncOnly bool) (nomit int) {
+	var stop atomic.Bool
+	started := make(chan *runtime.G)
+	go fpSpin(&stop, started, frameless)
+	gp := <-started
+	defer stop.Store(true)
+	nasync, nsync := 0, 0
+	deadline := time.Now().Add(2 * time.Second)
+	for i := 0; (i < 300 || (nasync == 0 && !syncOnly) || (nsync == 0 && syncOnly)) && time.Now().Before(deadline); i++ {
+		r, async, _ := runtime.FPCheckStopped(gp)
+		if async {
+			nasync++
+		} else {
+			nsync++
+		}
+		if async && fpOmitsInterruptedCaller(r) {
+			// Known gap (doc/fp-boundaries.md): stopped in a frameless
+			// leaf, whose caller has no frame record. The chain is still
+			// valid and ends; only that frame is missing.
+			nomit++
+			continue
+		}
+		checkFP(t, fmt.Sprintf("stopped goroutine (async=%v)", async), r)
+		if t.Failed() {
+			return
+		}
+	}
+	t.Logf("stopped %d times asynchronously (%d in a frameless leaf, without its caller), %d synchronously", nasync, nomit, nsync)
+	if syncOnly {
+		if nasync != 0 || nsync == 0 {
+			t.Errorf("with asyncpreemptoff=1: %d asynchronous, %d synchronous stops", nasync, nsync)
+		}
+	} else if nasync == 0 && !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1") {
+		t.Errorf("no asynchronous preemption observed")
+	}
+	return nomit
+}
+
+// A goroutine blocked in a system call is walked from syscallpc/syscallbp.
+func TestFPBoundarySyscall(t *testing.T) {
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(p[0])
+	started := make(chan *runtime.G)
+	done := make(chan bool)
+	go func() {
+		started <- runtime.Getg()
+		var b [1]byte
+		syscall.Read(p[0], b[:])
+		close(done)
+	}()
+	gp := <-started
+	time.Sleep(20 * time.Millisecond)
+	r, _, insyscall := runtime.FPCheckStopped(gp)
+	syscall.Write(p[1], []byte{0})
+	syscall.Close(p[1])
+	<-done
+	if !insyscall {
+		t.Skip("goroutine was not yet in its system call")
+	}
+	checkFP(t, "goroutine in syscall", r)
+}
+
+// Every goroutine, system goroutines included, gives an exact chain from its
+// saved state (go.dev/issue/63630).
+func TestFPBoundaryAllGoroutines(t *testing.T) {
+	runtime.GC() // make sure the GC's goroutines exist and have parked
+	var wg sync.WaitGroup
+	ch := make(chan int)
+	for i := range 8 {
+		wg.Add(1)
+		go func() { defer wg.Done(); fpGrow(i * 10); <-ch }()
+	}
+	time.Sleep(10 * time.Millisecond)
+	nsys := 0
+	runtime.FPCheckAllGs(func(goid uint64, sys bool, r runtime.FPCheck) {
+		if sys {
+			nsys++
+		}
+		if r.Unwind == nil && r.FP == nil {
+			return // exited meanwhile
+		}
+		checkFP(t, fmt.Sprintf("goroutine %d (system %v)", goid, sys), r)
+	})
+	close(ch)
+	wg.Wait()
+	if nsys == 0 {
+		t.Errorf("no system goroutine checked")
+	}
+}
+
+// fpOmitsInterruptedCaller reports whether r's frame-pointer walk equals
+// gentraceback's but for the one frame above the function that
+// asyncPreempt interrupted, with every frame pointer valid.
+func fpOmitsInterruptedCaller(r runtime.FPCheck) bool {
+	if r.BadFP != 0 || r.Unterminated || len(r.Unwind) != len(r.FP)+1 {
+		return false
+	}
+	k := slices.IndexFunc(r.Unwind, func(pc uintptr) bool { return runtime.FPCheckFuncName(pc) == "runtime.asyncPreempt" })
+	if k < 0 || k+2 >= len(r.Unwind) {
+		return false
+	}
+	return runtime.FPCheckIsFrameless(r.Unwind[k+1]) &&
+		slices.Equal(r.FP, slices.Delete(slices.Clone(r.Unwind), k+2, k+3))
+}

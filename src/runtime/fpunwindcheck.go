@@ -1,0 +1,233 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+// GODEBUG=fpunwindcheck=1: cross-check frame-pointer unwinding.
+//
+// With the setting on, every frame-pointer unwind done for a profile or
+// trace record is repeated with the slow unwinder (gentraceback, called as
+// the slow path calls it), and the two are compared in the form the record
+// keeps: same skip, same depth limit, inline frames treated as the record's
+// reader treats them. The sites are heap (mProf_MallocFP), goroutine
+// (savegFP), block and mutex (saveblockevent) and trace (traceStack). Which
+// path a record takes does not change; a walk the profiler rejects as
+// untrustworthy counts as a mismatch, since the record then had to be
+// saved by the slow path.
+//
+// Output goes to stderr, each line starting with "fpunwindcheck: ": the
+// first 20 mismatches as they happen, and at exit (runtime exit hooks, so
+// both main returning and os.Exit) one line per site that ran and a total.
+// misc/fpcheck's "fpcheck run" reads these lines.
+//
+// When the setting is off, each site costs one load and branch.
+
+package runtime
+
+import (
+	"internal/abi"
+	"internal/runtime/atomic"
+	"internal/runtime/exithook"
+	"internal/trace/tracev2"
+)
+
+// Sites, in report order.
+const (
+	fpcheckHeap = iota
+	fpcheckGoroutine
+	fpcheckBlock
+	fpcheckMutex
+	fpcheckTrace
+	fpcheckNumSites
+)
+
+var fpcheckSiteNames = [fpcheckNumSites]string{"heap", "goroutine", "block", "mutex", "trace"}
+
+const fpcheckMaxPrinted = 20
+
+var fpcheck struct {
+	checked    [fpcheckNumSites]atomic.Uint64
+	mismatches [fpcheckNumSites]atomic.Uint64
+	printed    atomic.Int32
+	// inject, when set (by tests), makes the next comparison see the
+	// first frame-pointer PC altered, to show that mismatches are found.
+	inject atomic.Int32
+}
+
+func init() {
+	if debug.fpunwindcheck != 0 {
+		exithook.Add(exithook.Hook{F: fpcheckReport, RunOnFailure: true})
+	}
+}
+
+// fpcheckRecord compares one frame-pointer result with the slow unwinder's.
+func fpcheckRecord(site int, gp *g, fp, slow []uintptr) {
+	fpcheck.checked[site].Add(1)
+	var flip uintptr
+	if fpcheck.inject.Load() != 0 && fpcheck.inject.CompareAndSwap(1, 0) && len(fp) > 0 {
+		flip = 1
+	}
+	same := len(fp) == len(slow)
+	for i := 0; same && i < len(fp); i++ {
+		pc := fp[i]
+		if i == 0 {
+			pc ^= flip
+		}
+		same = pc == slow[i]
+	}
+	if same {
+		return
+	}
+	fpcheck.mismatches[site].Add(1)
+	if fpcheck.printed.Add(1) > fpcheckMaxPrinted {
+		return
+	}
+	var goid uint64
+	if gp != nil {
+		goid = gp.goid
+	}
+	printlock()
+	print("fpunwindcheck: mismatch site=", fpcheckSiteNames[site], " goid=", goid, " fp=[")
+	for i, pc := range fp {
+		if i > 0 {
+			print(",")
+		}
+		if i == 0 {
+			pc ^= flip
+		}
+		print(hex(pc))
+	}
+	print("] slow=[")
+	for i, pc := range slow {
+		if i > 0 {
+			print(",")
+		}
+		print(hex(pc))
+	}
+	print("]\n")
+	printunlock()
+}
+
+// fpcheckReport prints the per-site and total counts at exit.
+func fpcheckReport() {
+	var total, bad uint64
+	printlock()
+	for site := range fpcheckNumSites {
+		c, m := fpcheck.checked[site].Load(), fpcheck.mismatches[site].Load()
+		if c == 0 {
+			continue
+		}
+		total += c
+		bad += m
+		print("fpunwindcheck: site=", fpcheckSiteNames[site], " checked=", c, " mismatches=", m, "\n")
+	}
+	print("fpunwindcheck: checked=", total, " mismatches=", bad, "\n")
+	printunlock()
+}
+
+// fpcheckBlockEvent checks a block or mutex profile stack that
+// saveblockevent recorded by frame pointers. skip is the value it passed
+// to fpTracebackPartialExpand (one less than its own skip on the current
+// stack, which callers guarantee is positive).
+//
+//go:noinline
+func fpcheckBlockEvent(which bucketType, skip int, gp *g, stk []uintptr) {
+	sc := gp.m.fpScratch
+	if sc == nil {
+		return
+	}
+	var ns int
+	if gp.m.curg == nil || gp.m.curg == gp {
+		// saveblockevent's skip, plus this frame.
+		ns = callers(skip+2, sc.slow)
+	} else {
+		ns = gcallers(gp.m.curg, skip, sc.slow)
+	}
+	// Both forms are read through CallersFrames (expandFrames) into
+	// debug.profstackdepth frames.
+	limit := int(debug.profstackdepth)
+	nfp := framesExpand(stk, sc.logic[:limit])
+	nsl := framesExpand(sc.slow[:ns], sc.aux[:limit])
+	site := fpcheckBlock
+	if which == mutexProfile {
+		site = fpcheckMutex
+	}
+	fpcheckRecord(site, gp, sc.logic[:nfp], sc.aux[:nsl])
+}
+
+// fpcheckTraceStack checks a trace stack that traceStack recorded by frame
+// pointers (pcBuf[0] is the skip, then physical PCs, already trimmed like
+// the slow path's).
+//
+//go:noinline
+func fpcheckTraceStack(skip int, gp *g, pcBuf []uintptr) {
+	sc := getg().m.fpScratch
+	if sc == nil || gp == nil {
+		return
+	}
+	var ns int
+	if getg() == gp {
+		// traceStack's callers(skip+1, pcBuf[1:]), plus this frame.
+		ns = callers(skip+2, sc.slow[:len(sc.slow)-1])
+	} else {
+		ns = gcallers(gp, skip, sc.slow[:len(sc.slow)-1])
+	}
+	// Trim as traceStack does.
+	if ns > 0 {
+		ns--
+	}
+	if ns > 0 && gp.goid == 1 {
+		ns--
+	}
+	limit := min(tracev2.MaxFramesPerStack, len(sc.logic))
+	nfp := fpunwindExpand(sc.logic[:limit], pcBuf)
+	fpcheckRecord(fpcheckTrace, gp, sc.logic[:nfp], sc.slow[:min(ns, limit)])
+}
+
+// framesExpand stores into dst the return PCs of the frames
+// CallersFrames(src) yields, without allocating.
+func framesExpand(src, dst []uintptr) int {
+	n := 0
+	var nextPC uintptr
+	calleeID := abi.FuncIDNormal
+	for n < len(dst) {
+		var pc uintptr
+		if nextPC != 0 {
+			pc, nextPC = nextPC, 0
+		} else if len(src) > 0 {
+			pc, src = src[0], src[1:]
+		} else {
+			break
+		}
+		fi := findfunc(pc)
+		if !fi.valid() {
+			continue
+		}
+		if pc > fi.entry() {
+			pc--
+		}
+		u, uf := newInlineUnwinder(fi, pc)
+		sf := u.srcFunc(uf)
+		if !u.isInlined(uf) {
+			// As expandFrames: elide physical wrapper frames.
+			if fi.funcID == abi.FuncIDWrapper && elideWrapperCalling(calleeID) {
+				continue
+			}
+			calleeID = fi.funcID
+		} else {
+			calleeID = abi.FuncIDNormal
+		}
+		if u.isInlined(uf) {
+			for unext := u.next(uf); unext.valid() && len(src) > 0 && src[0] != unext.pc+1; unext = u.next(unext) {
+				snext := u.srcFunc(unext)
+				if snext.funcID == abi.FuncIDWrapper && elideWrapperCalling(sf.funcID) {
+					continue
+				}
+				nextPC = unext.pc + 1
+				break
+			}
+		}
+		dst[n] = pc + 1
+		n++
+	}
+	return n
+}

@@ -1,0 +1,162 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package runtime_test
+
+import (
+	"io"
+	"regexp"
+	"runtime"
+	"runtime/trace"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fpcheckWorkload exercises every fpunwindcheck site from a goroutine
+// started without arguments (block and mutex records keep go-statement
+// wrappers that the slow unwinder elides, a known upstream difference
+// outside this check's scope).
+func fpcheckWorkload(t *testing.T) {
+	old := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	runFPCorpus()
+	runtime.MemProfileRate = old
+
+	stop := fpgPark(t)
+	goroutineStacks(t, "fpgDeep")
+	stop()
+
+	// Block and mutex profiling is on only inside this goroutine's
+	// lifetime, and the test goroutine's own wait ends after it is off.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.SetBlockProfileRate(1)
+		runtime.SetMutexProfileFraction(1)
+		defer runtime.SetBlockProfileRate(0)
+		defer runtime.SetMutexProfileFraction(0)
+		if err := trace.Start(io.Discard); err != nil {
+			t.Errorf("trace.Start: %v", err)
+			return
+		}
+		var mu sync.Mutex
+		// Contended unlocks, for the mutex profile.
+		for range 5 {
+			mu.Lock()
+			locked := make(chan bool)
+			go func() {
+				locked <- true
+				mu.Lock()
+				mu.Unlock()
+			}()
+			<-locked
+			time.Sleep(time.Millisecond)
+			fpgDeep(3, mu.Unlock)
+		}
+		ch := make(chan int)
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fpgDeep(i*7, func() {
+					for j := range 20 {
+						mu.Lock()
+						time.Sleep(time.Microsecond)
+						mu.Unlock()
+						select {
+						case ch <- j:
+						case <-time.After(time.Microsecond):
+						}
+					}
+				})
+			}()
+		}
+		go func() {
+			for range ch {
+			}
+		}()
+		wg.Wait()
+		close(ch)
+		trace.Stop()
+	}()
+	<-done
+}
+
+func TestFPUnwindCheck(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	setGODEBUG(t, "")
+	defer runtime.SetFPUnwindCheck(runtime.SetFPUnwindCheck(true))
+	sites := []string{"heap", "goroutine", "block", "mutex", "trace"}
+	before := map[string][2]uint64{}
+	for _, s := range sites {
+		c, m := runtime.FPCheckCounts(s)
+		before[s] = [2]uint64{c, m}
+	}
+	fpcheckWorkload(t)
+	for _, s := range sites {
+		c, m := runtime.FPCheckCounts(s)
+		c -= before[s][0]
+		m -= before[s][1]
+		t.Logf("site=%s checked=%d mismatches=%d", s, c, m)
+		if c == 0 {
+			t.Errorf("site %s: nothing checked", s)
+		}
+		if m != 0 {
+			t.Errorf("site %s: %d of %d mismatched", s, m, c)
+		}
+	}
+
+	// A deliberately altered result must be reported.
+	c0, m0 := runtime.FPCheckCounts("heap")
+	old := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	runtime.FPCheckInject()
+	fpcRec_make(3)
+	runtime.MemProfileRate = old
+	c1, m1 := runtime.FPCheckCounts("heap")
+	if c1 == c0 || m1 != m0+1 {
+		t.Errorf("injected mismatch: checked %d->%d, mismatches %d->%d; want one more mismatch", c0, c1, m0, m1)
+	}
+}
+
+// TestFPUnwindCheckOutput checks the lines GODEBUG=fpunwindcheck=1 prints
+// at exit, which fpcheck run parses.
+func TestFPUnwindCheckOutput(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	for _, exit := range []string{"return", "osexit"} {
+		out := runTestProg(t, "testprog", "FPUnwindCheck", "GODEBUG=fpunwindcheck=1", "FPUNWINDCHECK_EXIT="+exit)
+		site := regexp.MustCompile(`(?m)^fpunwindcheck: site=(\w+) checked=(\d+) mismatches=(\d+)$`)
+		total := regexp.MustCompile(`(?m)^fpunwindcheck: checked=(\d+) mismatches=(\d+)$`)
+		seen := map[string]bool{}
+		var sum uint64
+		for _, m := range site.FindAllStringSubmatch(out, -1) {
+			seen[m[1]] = true
+			c, _ := strconv.ParseUint(m[2], 10, 64)
+			sum += c
+			if c == 0 || m[3] != "0" {
+				t.Errorf("%s: bad line %q", exit, m[0])
+			}
+		}
+		for _, s := range []string{"heap", "goroutine", "block", "mutex", "trace"} {
+			if !seen[s] {
+				t.Errorf("%s: no line for site %s in output:\n%s", exit, s, out)
+			}
+		}
+		m := total.FindStringSubmatch(out)
+		if m == nil || m[1] != strconv.FormatUint(sum, 10) || m[2] != "0" {
+			t.Errorf("%s: bad or missing total line in output:\n%s", exit, out)
+		}
+		if strings.Contains(out, "fpunwindcheck: mismatch") {
+			t.Errorf("%s: mismatches reported:\n%s", exit, out)
+		}
+	}
+}

@@ -1,0 +1,445 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+// Goroutine lineage for external readers.
+//
+// Profilers, debuggers and core-file readers outside the process want to know,
+// for a thread, which goroutine it runs and who created that goroutine, its
+// creator, and so on, without DWARF, symbols or per-release struct offsets.
+// The runtime publishes this through three kinds of objects, laid out as
+// specified in doc/lineage-abi.md (the ABI; keep the two in sync):
+//
+//   - lineageABI, a statically initialized header with a magic cookie,
+//     version, sizes and an offset table (the pattern of CPython's
+//     _Py_DebugOffsets). It lives in the data segment, so it is in the
+//     executable file even when stripped, and readers find it by its cookie.
+//   - one lineageRegion per M, in persistent (never freed) memory, linked once
+//     into a registry list headed by lineageABI.regions. The M's own thread
+//     stores the current goroutine's record address in region.cur when the
+//     goroutine starts running (execute) and clears it when it stops (dropg).
+//   - one lineageRecord per g struct, in persistent memory, written at the
+//     go statement under a sequence counter: goid, start PC, creation PC and
+//     the ancestors copied inline, so readers never follow a pointer from one
+//     record to another and a chain survives its ancestors' exit and the reuse
+//     of their g structs. g structs are never freed, so records are bounded by
+//     the peak number of goroutines, not by how many were ever created.
+//
+// The writer never waits. Readers of a running process check the sequence
+// counters and retry; readers that stop the thread see a consistent view by
+// construction because region.cur is cleared (dropg) before a dead g, and so
+// its record, can be reused.
+
+package runtime
+
+import (
+	"internal/goarch"
+	"internal/runtime/atomic"
+	"internal/runtime/sys"
+	"unsafe"
+)
+
+const (
+	lineageVersion  = 1
+	lineageMaxLimit = 64 // upper bound of GODEBUG lineage and lineagestack
+	lineageSkip     = 8  // frames between the stack walk's start and the go statement
+
+	// header flags
+	lineageReady   = 1 << 0
+	lineageRecords = 1 << 1
+	lineageStacks  = 1 << 2
+	lineageTLSG    = 1 << 3
+
+	// region states
+	lineageFree  = 0
+	lineageGo    = 1
+	lineageExtra = 2
+
+	// record flags
+	lineageAncTruncated   = 1 << 0
+	lineageStackTruncated = 1 << 1
+	lineageParentUnknown  = 1 << 2
+	lineageCgoCallback    = 1 << 3
+)
+
+// lineageHeader is the ABI header. Every field is fixed-width so the layout is
+// the same on every port; offsets are asserted by the tests.
+type lineageHeader struct {
+	magic      [16]byte
+	version    uint32
+	headerSize uint32
+	ptrSize    uint32
+	flags      uint32 // set at run time
+	self       uint64 // set at run time
+	regions    uint64 // set at run time
+	nregions   uint64 // set at run time
+	maxDepth   uint32 // set at run time
+	maxStack   uint32 // set at run time
+	recordSize uint32 // set at run time
+	regionSize uint32
+
+	offRegionSeq, offRegionTid, offRegionCur, offRegionNext, offRegionMid, offRegionState uint32
+
+	offRecSeq, offRecGoid, offRecStartpc, offRecGopc, offRecParentGoid uint32
+	offRecNanc, offRecNstk, offRecFlags, offRecDepth, offRecAnc        uint32
+	ancSize, offAncGoid, offAncStartpc, offAncGopc                     uint32
+	offRecStack                                                        uint32 // set at run time
+	offGM, offMRegion, offGRecord                                      uint32
+	tlsGOffset                                                         int64 // set at run time
+	reserved                                                           [4]uint64
+}
+
+// lineageRegion is one M's published state. Only the M's own thread writes it
+// after it is linked into the registry.
+type lineageRegion struct {
+	_     sys.NotInHeap
+	seq   uint64
+	tid   uint64
+	cur   uint64 // *lineageRecord of the running goroutine, or 0
+	next  uint64 // *lineageRegion, registry link, written once
+	mid   uint64
+	state uint32
+	_     uint32
+	free  *lineageRegion // runtime-private free list link
+	_     [16 - goarch.PtrSize]byte
+}
+
+// lineageAnc is one inline ancestor.
+type lineageAnc struct {
+	goid    uint64
+	startpc uint64
+	gopc    uint64
+}
+
+// lineageRecord is the fixed part of a record; the ancestor array (maxDepth
+// entries) and the creation stack (maxStack PCs) follow it.
+type lineageRecord struct {
+	_          sys.NotInHeap
+	seq        uint64
+	goid       uint64
+	startpc    uint64
+	gopc       uint64
+	parentGoid uint64
+	nanc       uint32
+	nstk       uint32
+	flags      uint32
+	depth      uint32
+}
+
+var lineageABI = lineageHeader{
+	magic:      [16]byte{0x7f, 'G', 'o', 'L', 'i', 'n', 'e', 'a', 'g', 'e', 0, 0, 0xa5, 0x5a, 0xc3, 0x3c},
+	version:    lineageVersion,
+	headerSize: uint32(unsafe.Sizeof(lineageHeader{})),
+	ptrSize:    uint32(unsafe.Sizeof(uintptr(0))),
+	regionSize: uint32(unsafe.Sizeof(lineageRegion{})),
+
+	offRegionSeq:   uint32(unsafe.Offsetof(lineageRegion{}.seq)),
+	offRegionTid:   uint32(unsafe.Offsetof(lineageRegion{}.tid)),
+	offRegionCur:   uint32(unsafe.Offsetof(lineageRegion{}.cur)),
+	offRegionNext:  uint32(unsafe.Offsetof(lineageRegion{}.next)),
+	offRegionMid:   uint32(unsafe.Offsetof(lineageRegion{}.mid)),
+	offRegionState: uint32(unsafe.Offsetof(lineageRegion{}.state)),
+
+	offRecSeq:        uint32(unsafe.Offsetof(lineageRecord{}.seq)),
+	offRecGoid:       uint32(unsafe.Offsetof(lineageRecord{}.goid)),
+	offRecStartpc:    uint32(unsafe.Offsetof(lineageRecord{}.startpc)),
+	offRecGopc:       uint32(unsafe.Offsetof(lineageRecord{}.gopc)),
+	offRecParentGoid: uint32(unsafe.Offsetof(lineageRecord{}.parentGoid)),
+	offRecNanc:       uint32(unsafe.Offsetof(lineageRecord{}.nanc)),
+	offRecNstk:       uint32(unsafe.Offsetof(lineageRecord{}.nstk)),
+	offRecFlags:      uint32(unsafe.Offsetof(lineageRecord{}.flags)),
+	offRecDepth:      uint32(unsafe.Offsetof(lineageRecord{}.depth)),
+	offRecAnc:        uint32(unsafe.Sizeof(lineageRecord{})),
+	ancSize:          uint32(unsafe.Sizeof(lineageAnc{})),
+	offAncGoid:       uint32(unsafe.Offsetof(lineageAnc{}.goid)),
+	offAncStartpc:    uint32(unsafe.Offsetof(lineageAnc{}.startpc)),
+	offAncGopc:       uint32(unsafe.Offsetof(lineageAnc{}.gopc)),
+
+	offGM:      uint32(unsafe.Offsetof(g{}.m)),
+	offMRegion: uint32(unsafe.Offsetof(m{}.lineage)),
+	offGRecord: uint32(unsafe.Offsetof(g{}.lineage)),
+}
+
+var (
+	lineageLock     mutex
+	lineageFreeList *lineageRegion
+	lineageDepth    uint32 // copy of GODEBUG lineage, fixed at startup
+	lineageStack    uint32 // copy of GODEBUG lineagestack, fixed at startup
+	lineageRecSize  uintptr
+	lineageNRecords atomic.Int64 // records ever allocated (for tests)
+)
+
+// lineageinit fills in the run-time part of the header. Called from schedinit
+// after parsedebugvars, before any user goroutine exists.
+func lineageinit() {
+	d, s := debug.lineage, debug.lineagestack
+	if d < 0 {
+		d = 0
+	}
+	if d > lineageMaxLimit {
+		d = lineageMaxLimit
+	}
+	if s < 0 || d == 0 {
+		s = 0
+	}
+	if s > lineageMaxLimit {
+		s = lineageMaxLimit
+	}
+	lineageDepth, lineageStack = uint32(d), uint32(s)
+	h := &lineageABI
+	h.maxDepth = lineageDepth
+	h.maxStack = lineageStack
+	h.offRecStack = h.offRecAnc + h.ancSize*lineageDepth
+	h.recordSize = h.offRecStack + 8*lineageStack
+	lineageRecSize = uintptr(h.recordSize)
+	h.self = uint64(uintptr(unsafe.Pointer(h)))
+	flags := uint32(lineageReady)
+	if d > 0 {
+		flags |= lineageRecords
+	}
+	if s > 0 {
+		flags |= lineageStacks
+	}
+	if off, ok := lineageTLSGOffset(); ok {
+		h.tlsGOffset = int64(off)
+		flags |= lineageTLSG
+	}
+	atomic.Store(&h.flags, flags)
+}
+
+// lineageTLSGOffset finds where the thread's g lives relative to the thread
+// pointer. The offset is fixed by the linker (-8 on linux/amd64 with internal
+// linking, the TLS IE offset chosen by the external linker with cgo), so it is
+// found by looking for the current g near the thread pointer.
+func lineageTLSGOffset() (int, bool) {
+	if GOOS != "linux" || (GOARCH != "amd64" && GOARCH != "arm64") {
+		return 0, false
+	}
+	if GOARCH == "arm64" && !iscgo {
+		return 0, false // g lives only in R28
+	}
+	tp := lineageThreadPointer()
+	if tp == 0 {
+		return 0, false
+	}
+	me := uintptr(unsafe.Pointer(getg()))
+	for i := 1; i <= 16; i++ {
+		off := i * 8
+		if GOARCH == "amd64" {
+			off = -off // TLS variant II: blocks below the thread pointer
+		}
+		if *(*uintptr)(unsafe.Pointer(tp + uintptr(off))) == me {
+			return off, true
+		}
+	}
+	return 0, false
+}
+
+// lineageCheckTLS re-checks the published TLS offset on a new thread.
+func lineageCheckTLS() {
+	h := &lineageABI
+	if atomic.Load(&h.flags)&lineageTLSG == 0 {
+		return
+	}
+	tp := lineageThreadPointer()
+	if tp == 0 || *(*uintptr)(unsafe.Pointer(tp + uintptr(h.tlsGOffset))) != uintptr(unsafe.Pointer(getg())) {
+		atomic.And(&h.flags, ^uint32(lineageTLSG))
+	}
+}
+
+// lineageNewRegion gives mp a region, reusing one of an exited M if any.
+// Called from mcommoninit.
+func lineageNewRegion(mp *m) {
+	lock(&lineageLock)
+	r := lineageFreeList
+	if r != nil {
+		lineageFreeList = r.free
+		r.free = nil
+	} else {
+		r = (*lineageRegion)(persistentalloc(unsafe.Sizeof(lineageRegion{}), 64, &memstats.other_sys))
+		r.next = lineageABI.regions
+		atomic.Store64(&lineageABI.regions, uint64(uintptr(unsafe.Pointer(r))))
+		atomic.Xadd64(&lineageABI.nregions, 1)
+	}
+	unlock(&lineageLock)
+	mp.lineage = r
+}
+
+// lineageActivate publishes that mp's region belongs to the calling thread.
+// Called on the M's own thread after minit (mstart1, needm).
+//
+//go:nosplit
+func lineageActivate(mp *m, state uint32) {
+	r := mp.lineage
+	s := r.seq
+	lineageSeqBegin(&r.seq, s)
+	r.tid = mp.procid
+	r.mid = uint64(mp.id)
+	r.state = state
+	var cur uint64
+	if mp.curg != nil {
+		cur = uint64(uintptr(unsafe.Pointer(mp.curg.lineage)))
+	}
+	r.cur = cur
+	atomic.Store64(&r.seq, s+2)
+}
+
+// lineageStart activates the region of a Go-created M (mstart1).
+func lineageStart(mp *m) {
+	lineageActivate(mp, lineageGo)
+	lineageCheckTLS()
+}
+
+// lineageRetire marks mp's region free; called on the M's thread before it
+// exits (mexit) or gives its extra M back (dropm).
+//
+//go:nosplit
+func lineageRetire(mp *m) {
+	r := mp.lineage
+	s := r.seq
+	lineageSeqBegin(&r.seq, s)
+	r.cur = 0
+	r.tid = 0
+	r.state = lineageFree
+	atomic.Store64(&r.seq, s+2)
+}
+
+// lineageExit retires mp's region and makes it available to a future M.
+func lineageExit(mp *m) {
+	lineageRetire(mp)
+	lock(&lineageLock)
+	mp.lineage.free = lineageFreeList
+	lineageFreeList = mp.lineage
+	unlock(&lineageLock)
+	mp.lineage = nil
+}
+
+func lineageAllocRecord() *lineageRecord {
+	lineageNRecords.Add(1)
+	return (*lineageRecord)(persistentalloc(lineageRecSize, 8, &memstats.other_sys))
+}
+
+func (r *lineageRecord) anc(i uint32) *lineageAnc {
+	return (*lineageAnc)(add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{})+uintptr(i)*unsafe.Sizeof(lineageAnc{})))
+}
+
+func (r *lineageRecord) stack() *[lineageMaxLimit]uint64 {
+	return (*[lineageMaxLimit]uint64)(add(unsafe.Pointer(r), uintptr(lineageABI.offRecStack)))
+}
+
+// lineageExtraG gives an extra M's callback goroutine its record.
+func lineageExtraG(gp *g) {
+	if lineageDepth == 0 {
+		return
+	}
+	r := lineageAllocRecord()
+	r.goid = gp.goid
+	r.flags = lineageCgoCallback
+	atomic.Store64(&r.seq, 2)
+	gp.lineage = r
+}
+
+// lineageNewg writes newg's record: called by newproc1 on the system stack
+// after newg has its goid and before it can run.
+func lineageNewg(newg, callergp *g, callerpc uintptr) {
+	if lineageDepth == 0 {
+		return
+	}
+	r := newg.lineage
+	if r == nil {
+		r = lineageAllocRecord()
+		newg.lineage = r
+	}
+	s := r.seq
+	lineageSeqBegin(&r.seq, s)
+	r.goid = newg.goid
+	r.startpc = uint64(newg.startpc)
+	r.gopc = uint64(callerpc)
+	r.parentGoid = callergp.goid
+	var nanc, flags, depth uint32
+	if callergp.goid != 0 {
+		a := r.anc(0)
+		a.goid = callergp.goid
+		a.startpc = uint64(callergp.startpc)
+		a.gopc = uint64(callergp.gopc)
+		nanc, depth = 1, 1
+		if p := callergp.lineage; p != nil {
+			n := p.nanc
+			if n > lineageDepth-1 {
+				n = lineageDepth - 1
+			}
+			if n > 0 {
+				memmove(unsafe.Pointer(r.anc(1)), unsafe.Pointer(p.anc(0)), uintptr(n)*unsafe.Sizeof(lineageAnc{}))
+			}
+			nanc += n
+			depth = p.depth + 1
+			if depth == 0 {
+				depth-- // saturate
+			}
+			flags |= p.flags & lineageParentUnknown
+		} else {
+			flags |= lineageParentUnknown
+		}
+		if depth > nanc {
+			flags |= lineageAncTruncated
+		}
+	}
+	var nstk uint32
+	// A creator with goid 0 runs on a system stack whose outermost frame
+	// pointer the OS set, possibly to garbage: record no stack for it.
+	if lineageStack > 0 && callergp.goid != 0 {
+		var buf [lineageMaxLimit + lineageSkip]uintptr
+		var n int
+		if !tracefpunwindoff() && !getg().m.hasCgoOnStack() {
+			n = fpTracebackPCs(unsafe.Pointer(getfp()), buf[:lineageStack+lineageSkip])
+		}
+		i := lineageFind(buf[:n], callerpc)
+		if i < 0 {
+			n = gcallers(callergp, 0, buf[:lineageStack+lineageSkip])
+			i = lineageFind(buf[:n], callerpc)
+		}
+		if i >= 0 {
+			pcs := buf[i:n]
+			if len(pcs) > int(lineageStack) {
+				flags |= lineageStackTruncated
+				pcs = pcs[:lineageStack]
+			}
+			st := r.stack()
+			for j, pc := range pcs {
+				st[j] = uint64(pc)
+			}
+			nstk = uint32(len(pcs))
+		} else {
+			flags |= lineageStackTruncated
+		}
+	}
+	r.nanc, r.nstk, r.flags, r.depth = nanc, nstk, flags, depth
+	atomic.StoreRel64(&r.seq, s+2)
+}
+
+// lineageSeqBegin makes a record's sequence odd before its fields change.
+// The stores that follow must not become visible before it: on amd64 (TSO)
+// stores stay in program order, so a plain store is enough and the go
+// statement pays no locked instruction; elsewhere an atomic add, whose
+// acquire half keeps later stores after it.
+//
+//go:nosplit
+func lineageSeqBegin(seq *uint64, s uint64) {
+	if GOARCH == "amd64" || GOARCH == "386" {
+		atomic.StoreRel64(seq, s+1)
+	} else {
+		atomic.Xadd64(seq, 1)
+	}
+}
+
+func lineageFind(pcs []uintptr, pc uintptr) int {
+	for i, p := range pcs {
+		if i >= lineageSkip {
+			break
+		}
+		if p == pc {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,593 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package runtime_test
+
+import (
+	"bytes"
+	"fmt"
+	"internal/testenv"
+	"os"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// The tests below read the lineage ABI (doc/lineage-abi.md) as an external
+// reader would: raw memory at the offsets the header publishes, never
+// runtime types. Only the header's address comes from the runtime.
+
+var lineageMagic = []byte{0x7f, 'G', 'o', 'L', 'i', 'n', 'e', 'a', 'g', 'e', 0, 0, 0xa5, 0x5a, 0xc3, 0x3c}
+
+func peek64(a uintptr) uint64 { return *(*uint64)(unsafe.Pointer(a)) }
+func peek32(a uintptr) uint32 { return *(*uint32)(unsafe.Pointer(a)) }
+
+// linHdr holds the header fields a reader uses, by the v1 offsets.
+type linHdr struct {
+	addr                                             uintptr
+	flags                                            uint32
+	regions, nregions                                uint64
+	maxDepth, maxStack, recordSize                   uint32
+	rSeq, rTid, rCur, rNext, rState                  uint32
+	cSeq, cGoid, cStart, cGopc, cParent              uint32
+	cNanc, cNstk, cFlags, cDepth, cAnc               uint32
+	aSize, aGoid, aStart, aGopc, cStack, gM, mRegion uint32
+	tlsG                                             int64
+}
+
+func readLinHdr(t *testing.T) linHdr {
+	t.Helper()
+	a := runtime.LineageHeaderAddr()
+	if !bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(a)), 16), lineageMagic) {
+		t.Fatalf("bad magic")
+	}
+	if v := peek32(a + 16); v != 1 {
+		t.Fatalf("version %d", v)
+	}
+	if hs := peek32(a + 20); hs < 208 {
+		t.Fatalf("header_size %d", hs)
+	}
+	u := func(off uintptr) uint32 { return peek32(a + off) }
+	h := linHdr{
+		addr: a, flags: u(28), regions: peek64(a + 40), nregions: peek64(a + 48),
+		maxDepth: u(56), maxStack: u(60), recordSize: u(64),
+		rSeq: u(72), rTid: u(76), rCur: u(80), rNext: u(84), rState: u(92),
+		cSeq: u(96), cGoid: u(100), cStart: u(104), cGopc: u(108), cParent: u(112),
+		cNanc: u(116), cNstk: u(120), cFlags: u(124), cDepth: u(128), cAnc: u(132),
+		aSize: u(136), aGoid: u(140), aStart: u(144), aGopc: u(148), cStack: u(152),
+		gM: u(156), mRegion: u(160), tlsG: int64(peek64(a + 168)),
+	}
+	if h.flags&1 == 0 {
+		t.Fatalf("header not READY: flags %#x", h.flags)
+	}
+	if peek64(a+32) != uint64(a) {
+		t.Fatalf("self %#x, want %#x", peek64(a+32), a)
+	}
+	return h
+}
+
+type linEntry struct{ goid, startpc, gopc uint64 }
+
+type linRec struct {
+	addr        uintptr
+	parent      uint64
+	nstk, flags uint32
+	depth       uint32
+	chain       []linEntry // self, then ancestors
+	stack       []uint64
+}
+
+// readRec copies a record with the documented seqcount retry rule.
+func (h *linHdr) readRec(t *testing.T, r uintptr) linRec {
+	t.Helper()
+	rec, err := h.readRecErr(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func (h *linHdr) readRecErr(r uintptr) (linRec, error) {
+	for try := 0; try < 100; try++ {
+		s1 := peek64(r + uintptr(h.cSeq))
+		if s1&1 != 0 {
+			continue
+		}
+		buf := make([]byte, h.recordSize)
+		copy(buf, unsafe.Slice((*byte)(unsafe.Pointer(r)), h.recordSize))
+		if peek64(r+uintptr(h.cSeq)) != s1 {
+			continue
+		}
+		b := uintptr(unsafe.Pointer(&buf[0]))
+		rec := linRec{addr: r, parent: peek64(b + uintptr(h.cParent)),
+			nstk: peek32(b + uintptr(h.cNstk)), flags: peek32(b + uintptr(h.cFlags)), depth: peek32(b + uintptr(h.cDepth))}
+		rec.chain = append(rec.chain, linEntry{peek64(b + uintptr(h.cGoid)), peek64(b + uintptr(h.cStart)), peek64(b + uintptr(h.cGopc))})
+		nanc := peek32(b + uintptr(h.cNanc))
+		if nanc > h.maxDepth || rec.nstk > h.maxStack {
+			return rec, fmt.Errorf("record %#x: nanc %d nstk %d over capacity", r, nanc, rec.nstk)
+		}
+		for i := uint32(0); i < nanc; i++ {
+			e := b + uintptr(h.cAnc+i*h.aSize)
+			rec.chain = append(rec.chain, linEntry{peek64(e + uintptr(h.aGoid)), peek64(e + uintptr(h.aStart)), peek64(e + uintptr(h.aGopc))})
+		}
+		for i := uint32(0); i < rec.nstk; i++ {
+			rec.stack = append(rec.stack, peek64(b+uintptr(h.cStack+8*i)))
+		}
+		return rec, nil
+	}
+	return linRec{}, fmt.Errorf("record %#x never stable", r)
+}
+
+type linRegion struct {
+	addr      uintptr
+	tid, cur  uint64
+	state     uint32
+	consitent bool
+}
+
+func (h *linHdr) readRegion(r uintptr) linRegion {
+	for try := 0; try < 100; try++ {
+		s1 := peek64(r + uintptr(h.rSeq))
+		if s1&1 != 0 {
+			continue
+		}
+		g := linRegion{addr: r, tid: peek64(r + uintptr(h.rTid)), cur: peek64(r + uintptr(h.rCur)), state: peek32(r + uintptr(h.rState))}
+		if peek64(r+uintptr(h.rSeq)) == s1 {
+			g.consitent = true
+			return g
+		}
+	}
+	return linRegion{addr: r}
+}
+
+// regions walks the registry, bounded by nregions.
+func (h *linHdr) allRegions(t *testing.T) []linRegion {
+	out, err := h.allRegionsErr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (h *linHdr) allRegionsErr() ([]linRegion, error) {
+	var out []linRegion
+	n := peek64(h.addr + 48)
+	r := uintptr(peek64(h.addr + 40))
+	for i := uint64(0); r != 0; i++ {
+		if i >= n+16 { // regions may be added while we walk
+			return nil, fmt.Errorf("registry longer than nregions %d", n)
+		}
+		out = append(out, h.readRegion(r))
+		r = uintptr(peek64(r + uintptr(h.rNext)))
+	}
+	return out, nil
+}
+
+func (h *linHdr) regionByTid(t *testing.T, tid uint64) (linRegion, bool) {
+	regs, err := h.allRegionsErr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return findTid(regs, tid)
+}
+
+func findTid(regs []linRegion, tid uint64) (linRegion, bool) {
+	for _, r := range regs {
+		if r.consitent && r.state != 0 && r.tid == tid {
+			return r, true
+		}
+	}
+	return linRegion{}, false
+}
+
+// self returns the calling goroutine's record as a reader finds it from the
+// thread id. The caller must have locked its OS thread.
+func (h *linHdr) self(t *testing.T) (linRegion, linRec) {
+	t.Helper()
+	reg, rec, err := h.selfErr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, rec
+}
+
+// selfErr is self for goroutines other than the test's.
+func (h *linHdr) selfErr() (linRegion, linRec, error) {
+	tid := lineageTid()
+	regs, err := h.allRegionsErr()
+	if err != nil {
+		return linRegion{}, linRec{}, err
+	}
+	reg, ok := findTid(regs, tid)
+	if !ok {
+		return reg, linRec{}, fmt.Errorf("no active region for tid %d", tid)
+	}
+	if reg.cur == 0 {
+		return reg, linRec{}, fmt.Errorf("region of tid %d has no current record", tid)
+	}
+	rec, err := h.readRecErr(uintptr(reg.cur))
+	if err != nil {
+		return reg, rec, err
+	}
+	if got, want := rec.chain[0].goid, runtime.Goid(); got != want {
+		return reg, rec, fmt.Errorf("region of tid %d names goroutine %d, running %d", tid, got, want)
+	}
+	return reg, rec, nil
+}
+
+func needLineage(t *testing.T) linHdr {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("test finds regions by Linux thread id")
+	}
+	h := readLinHdr(t)
+	if h.flags&2 == 0 {
+		t.Skip("lineage records disabled by GODEBUG")
+	}
+	return h
+}
+
+func TestLineageHeader(t *testing.T) {
+	h := readLinHdr(t)
+	want := map[string][2]uint32{
+		"region_size": {peek32(h.addr + 68), 64},
+		"rSeq":        {h.rSeq, 0}, "rTid": {h.rTid, 8}, "rCur": {h.rCur, 16}, "rNext": {h.rNext, 24},
+		"rMid": {peek32(h.addr + 88), 32}, "rState": {h.rState, 40},
+		"cSeq": {h.cSeq, 0}, "cGoid": {h.cGoid, 8}, "cStart": {h.cStart, 16}, "cGopc": {h.cGopc, 24},
+		"cParent": {h.cParent, 32}, "cNanc": {h.cNanc, 40}, "cNstk": {h.cNstk, 44}, "cFlags": {h.cFlags, 48},
+		"cDepth": {h.cDepth, 52}, "cAnc": {h.cAnc, 56}, "aSize": {h.aSize, 24},
+		"aGoid": {h.aGoid, 0}, "aStart": {h.aStart, 8}, "aGopc": {h.aGopc, 16},
+		"cStack":     {h.cStack, 56 + 24*h.maxDepth},
+		"recordSize": {h.recordSize, 56 + 24*h.maxDepth + 8*h.maxStack},
+		"ptr_size":   {peek32(h.addr + 24), uint32(unsafe.Sizeof(uintptr(0)))},
+	}
+	for k, v := range want {
+		if v[0] != v[1] {
+			t.Errorf("%s = %d, want %d", k, v[0], v[1])
+		}
+	}
+	if h.maxDepth != 8 && !strings.Contains(os.Getenv("GODEBUG"), "lineage") {
+		t.Errorf("default max_depth %d, want 8", h.maxDepth)
+	}
+	if h.nregions == 0 || h.regions == 0 {
+		t.Errorf("empty registry")
+	}
+}
+
+func lineageFnPC(f any) uint64 { return uint64(reflect.ValueOf(f).Pointer()) }
+
+// funcAt names the function containing return address pc.
+func funcAt(pc uint64) string {
+	f := runtime.FuncForPC(uintptr(pc) - 1)
+	if f == nil {
+		return "?"
+	}
+	return f.Name()
+}
+
+type linResult struct {
+	rec  linRec
+	goid uint64
+	err  error
+}
+
+// Tree: T -> A -> B -> C, where A and B exit, and A's g is reused for other
+// goroutines, before C reads its chain.
+func TestLineageChain(t *testing.T) {
+	h := needLineage(t)
+	if h.maxDepth < 4 {
+		t.Skip("needs lineage >= 4")
+	}
+	runtime.LockOSThread()
+	_, me := h.self(t)
+	runtime.UnlockOSThread()
+
+	aRec := make(chan uintptr, 1)
+	aGoid := make(chan uint64, 1)
+	bGoid := make(chan uint64, 1)
+	res := make(chan linResult, 1)
+	var ok sync.WaitGroup
+	ok.Add(1)
+	go lineageA(t, &h, aRec, aGoid, bGoid, res)
+	ra, ga := <-aRec, <-aGoid
+	gb := <-bGoid
+	// Wait for A to be gone and its g (record) reused by another goroutine.
+	reused := false
+	for i := 0; i < 200000 && !reused; i++ {
+		done := make(chan struct{})
+		go func() { close(done) }()
+		<-done
+		r := h.readRec(t, ra)
+		reused = r.chain[0].goid != ga
+	}
+	if !reused {
+		t.Fatalf("A's record was never reused")
+	}
+	close(lineageGoC)
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := []linEntry{{r.goid, lineageFnPC(lineageC), 0}, {gb, lineageFnPC(lineageB), 0}, {ga, lineageFnPC(lineageA), 0}, me.chain[0]}
+	want = append(want, me.chain[1:]...)
+	if len(want) > int(h.maxDepth)+1 {
+		want = want[:h.maxDepth+1]
+	}
+	if len(r.rec.chain) != len(want) {
+		t.Fatalf("chain %v, want %d entries", r.rec.chain, len(want))
+	}
+	creators := []string{"lineageB", "lineageA", "TestLineageChain"}
+	for i, e := range r.rec.chain {
+		if e.goid != want[i].goid {
+			t.Errorf("chain[%d] = goid %d, want goid %d", i, e.goid, want[i].goid)
+		}
+		if i < len(creators) {
+			// go f(args) starts at a wrapper named after the creator.
+			name := runtime.FuncForPC(uintptr(e.startpc)).Name()
+			if e.startpc != want[i].startpc && !strings.HasSuffix(name, "."+creators[i]+".gowrap1") {
+				t.Errorf("chain[%d] starts at %s (%#x), want %#x or a go wrapper in %s", i, name, e.startpc, want[i].startpc, creators[i])
+			}
+		} else if e.startpc != want[i].startpc {
+			t.Errorf("chain[%d] startpc %#x, want %#x", i, e.startpc, want[i].startpc)
+		}
+		if i < len(creators) {
+			if name := funcAt(e.gopc); !strings.HasSuffix(name, "."+creators[i]) {
+				t.Errorf("chain[%d] created at %s, want %s", i, name, creators[i])
+			}
+		} else if e.gopc != want[i].gopc {
+			t.Errorf("chain[%d] gopc %#x, want %#x", i, e.gopc, want[i].gopc)
+		}
+	}
+	if r.rec.parent != gb {
+		t.Errorf("parent_goid %d, want %d", r.rec.parent, gb)
+	}
+	if r.rec.depth != me.depth+3 {
+		t.Errorf("depth %d, want %d", r.rec.depth, me.depth+3)
+	}
+}
+
+var lineageGoC = make(chan struct{})
+
+func lineageA(t *testing.T, h *linHdr, aRec chan<- uintptr, aGoid, bGoid chan<- uint64, res chan<- linResult) {
+	runtime.LockOSThread()
+	reg, _, err := h.selfErr()
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Error(err)
+	}
+	aRec <- uintptr(reg.cur)
+	aGoid <- runtime.Goid()
+	go lineageB(h, bGoid, res)
+}
+
+func lineageB(h *linHdr, bGoid chan<- uint64, res chan<- linResult) {
+	bGoid <- runtime.Goid()
+	<-lineageGoC
+	go lineageC(h, res)
+}
+
+func lineageC(h *linHdr, res chan<- linResult) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := lineageTid()
+	regs, err := h.allRegionsErr()
+	if err != nil {
+		res <- linResult{err: err}
+		return
+	}
+	reg, ok := findTid(regs, tid)
+	if !ok || reg.cur == 0 {
+		res <- linResult{err: fmt.Errorf("no region/record for tid %d: %+v", tid, reg)}
+		return
+	}
+	rec, err := h.readRecErr(uintptr(reg.cur))
+	res <- linResult{rec: rec, goid: runtime.Goid(), err: err}
+}
+
+// A goroutine that moves between Ms is always the current record of the
+// region of whatever thread it runs on, with the same chain.
+func TestLineageMigrate(t *testing.T) {
+	h := needLineage(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	var first []linEntry
+	tids := map[uint64]bool{}
+	checks := 0
+	for i := 0; i < 2000 && (len(tids) < 3 || checks < 50); i++ {
+		time.Sleep(20 * time.Microsecond)
+		tid := lineageTid()
+		reg, ok := h.regionByTid(t, tid)
+		if lineageTid() != tid {
+			continue // moved while reading
+		}
+		if !ok {
+			t.Fatalf("no region for tid %d", tid)
+		}
+		if reg.cur == 0 {
+			continue // preempted during the read
+		}
+		rec := h.readRec(t, uintptr(reg.cur))
+		if rec.chain[0].goid != runtime.Goid() {
+			continue // preempted during the read; another goroutine ran here
+		}
+		checks++
+		tids[tid] = true
+		if first == nil {
+			first = rec.chain
+		} else if !reflect.DeepEqual(first, rec.chain) {
+			t.Fatalf("chain changed from %v to %v", first, rec.chain)
+		}
+	}
+	if checks < 10 {
+		t.Fatalf("only %d consistent reads", checks)
+	}
+	t.Logf("%d reads on %d threads", checks, len(tids))
+}
+
+// A locked goroutine that exits takes its thread with it; the region must
+// then be retired (or reused for another thread), never left naming it.
+func TestLineageLockedThreadExit(t *testing.T) {
+	h := needLineage(t)
+	type info struct {
+		reg  linRegion
+		goid uint64
+	}
+	ch := make(chan info)
+	go func() {
+		runtime.LockOSThread()
+		reg, _, err := h.selfErr()
+		if err != nil {
+			t.Error(err)
+		}
+		ch <- info{reg, runtime.Goid()}
+		// exit locked: the thread exits
+	}()
+	in := <-ch
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := h.readRegion(in.reg.addr)
+		if r.consitent && (r.state == 0 || r.tid != in.reg.tid) {
+			if r.state == 0 && (r.tid != 0 || r.cur != 0) {
+				t.Fatalf("free region %+v has tid or cur", r)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("region of exited thread %d still active: %+v", in.reg.tid, r)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, ok := h.regionByTid(t, in.reg.tid); ok {
+		t.Fatalf("exited thread %d still registered", in.reg.tid)
+	}
+}
+
+// A chain deeper than max_depth keeps the nearest ancestors and says so.
+func TestLineageTruncation(t *testing.T) {
+	h := needLineage(t)
+	n := int(h.maxDepth) + 4
+	goids := make([]uint64, 0, n)
+	res := make(chan linRec)
+	var spawn func(level int)
+	spawn = func(level int) {
+		goids = append(goids, runtime.Goid())
+		if level == n {
+			runtime.LockOSThread()
+			_, r, err := h.selfErr()
+			runtime.UnlockOSThread()
+			if err != nil {
+				t.Error(err)
+			}
+			res <- r
+			return
+		}
+		go spawn(level + 1)
+	}
+	runtime.LockOSThread()
+	_, me := h.self(t)
+	runtime.UnlockOSThread()
+	go spawn(1)
+	r := <-res
+	if len(r.chain) != int(h.maxDepth)+1 {
+		t.Fatalf("chain has %d entries, want %d", len(r.chain), h.maxDepth+1)
+	}
+	if r.flags&1 == 0 {
+		t.Errorf("truncation flag not set: flags %#x", r.flags)
+	}
+	if r.depth != me.depth+uint32(n) {
+		t.Errorf("depth %d, want %d", r.depth, me.depth+uint32(n))
+	}
+	for i, e := range r.chain {
+		if want := goids[len(goids)-1-i]; e.goid != want {
+			t.Errorf("chain[%d].goid = %d, want %d", i, e.goid, want)
+		}
+	}
+}
+
+// Records are per g struct: creating and retiring millions of goroutines
+// must not grow lineage memory beyond what the g structs themselves need.
+func TestLineageMemoryBound(t *testing.T) {
+	h := readLinHdr(t)
+	if h.flags&2 == 0 {
+		t.Skip("lineage records disabled by GODEBUG")
+	}
+	total := 2_000_000
+	if testing.Short() {
+		total = 300_000
+	}
+	const batch = 1000
+	recs0, allg0 := runtime.LineageRecords(), runtime.AllgLen()
+	var wg sync.WaitGroup
+	for i := 0; i < total; i += batch {
+		wg.Add(batch)
+		for j := 0; j < batch; j++ {
+			go wg.Done()
+		}
+		wg.Wait()
+	}
+	recs, allg := runtime.LineageRecords()-recs0, runtime.AllgLen()-allg0
+	t.Logf("%d goroutines: %d new records, %d new g structs, record size %d", total, recs, allg, h.recordSize)
+	if recs > int64(allg) {
+		t.Errorf("%d records for %d new g structs", recs, allg)
+	}
+	if runtime.LineageRecords() > int64(runtime.AllgLen()) {
+		t.Errorf("%d records for %d g structs", runtime.LineageRecords(), runtime.AllgLen())
+	}
+	if allg > 100*batch {
+		t.Errorf("g structs grew by %d for batches of %d", allg, batch)
+	}
+}
+
+// A reader that finds the header in a stripped executable file and checks
+// the creation stack captured at the go statement.
+func TestLineageStrippedStack(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("test reads ELF")
+	}
+	exe, err := buildTestProg(t, "testprog", "-ldflags=-s -w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runBuiltTestProg(t, exe, "LineageStack", "GODEBUG=lineagestack=16")
+	if strings.HasPrefix(out, "SKIP") {
+		t.Skip(out)
+	}
+	if out != "OK\n" {
+		t.Fatal(out)
+	}
+}
+
+// Callbacks from a C-created thread run on an extra M, whose region must
+// name the thread and the callback goroutine and be freed when it exits.
+func TestLineageCgoCallback(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("test reads ELF")
+	}
+	testenv.MustHaveCGO(t)
+	out := runTestProg(t, "testprogcgo", "LineageCgoCallback")
+	if out != "OK\n" {
+		t.Fatal(out)
+	}
+}

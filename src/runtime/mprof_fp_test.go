@@ -1,0 +1,475 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+// Differential tests of frame-pointer unwinding in the heap profiler and
+// the goroutine profile: the same code is recorded with the frame-pointer
+// path and with the slow path (GODEBUG=memprofilefpunwindoff=1,
+// goroutineprofilefpunwindoff=1, switched at run time) in one process, and
+// the records must be identical.
+
+package runtime_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+//go:generate go run mkfpcorpus.go
+
+var (
+	fpcSink any
+	fpcStr  = strings.Repeat("s", 40)
+)
+
+type fpcT struct{ x [3]int }
+
+func (t *fpcT) M() { fpcSink = &fpcT{t.x} }
+
+type fpcV struct{ x int }
+
+func (v fpcV) N() { fpcSink = &[5]int{v.x} }
+
+type fpcI interface{ M() }
+
+func fpcInlAlloc() { fpcSink = &[6]int{} }
+
+//go:noinline
+func fpcGeneric[X any](x X) { fpcSink = &[2]X{x} }
+
+//go:noinline
+func fpcReflectTarget() { fpcSink = make([]byte, 48) }
+
+func fpArch() bool { return runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" }
+
+// setGODEBUG sets GODEBUG for the rest of the test.
+func setGODEBUG(t testing.TB, v string) {
+	old, had := os.LookupEnv("GODEBUG")
+	os.Setenv("GODEBUG", v)
+	t.Cleanup(func() {
+		if had {
+			os.Setenv("GODEBUG", old)
+		} else {
+			os.Unsetenv("GODEBUG")
+		}
+	})
+}
+
+// memProfileByStack returns the allocation counts of the memory profile
+// records whose stack passes keep, keyed by size and stack. A key ends in
+// " *" if the allocation is made directly by package runtime_test code
+// (only runtime frames inside it), so it happens on every run of the
+// corpus; others may come from caches or pools that allocate once.
+func memProfileByStack(keep func(frames []string) bool) map[string]int64 {
+	for range 3 {
+		runtime.GC()
+	}
+	var p []runtime.MemProfileRecord
+	n, ok := runtime.MemProfile(nil, true)
+	for !ok {
+		p = make([]runtime.MemProfileRecord, n+50)
+		n, ok = runtime.MemProfile(p, true)
+	}
+	m := map[string]int64{}
+	for _, r := range p[:n] {
+		if r.AllocObjects == 0 || r.AllocBytes/r.AllocObjects < 16 {
+			continue // tiny allocations are sampled by block, not by object
+		}
+		stk := r.Stack()
+		var frames []string
+		cf := runtime.CallersFrames(stk)
+		for {
+			f, more := cf.Next()
+			frames = append(frames, f.Function)
+			if !more {
+				break
+			}
+		}
+		if keep(frames) {
+			k := fmt.Sprintf("%d %x", r.AllocBytes/r.AllocObjects, stk)
+			i := slices.IndexFunc(frames, func(f string) bool { return !strings.HasPrefix(f, "runtime.") })
+			if i >= 0 && strings.HasPrefix(frames[i], "runtime_test.") {
+				k += " *"
+			}
+			m[k] += r.AllocObjects
+		}
+	}
+	return m
+}
+
+func hasFramePrefix(frames []string, prefix string) bool {
+	return slices.ContainsFunc(frames, func(f string) bool { return strings.HasPrefix(f, prefix) })
+}
+
+// delta returns the counts in after that grew since before.
+func delta(before, after map[string]int64) map[string]int64 {
+	d := map[string]int64{}
+	for k, v := range after {
+		if v > before[k] {
+			d[k] = v - before[k]
+		}
+	}
+	return d
+}
+
+// checkSameBuckets checks that a phase recorded with the other unwinder
+// added to the buckets of the first phase, and only to those.
+func checkSameBuckets(t *testing.T, what string, first, d map[string]int64) {
+	t.Helper()
+	for k, v := range d {
+		if first[k] == 0 {
+			t.Errorf("%s: stack recorded only by the second unwinder: %s (%d)", what, k, v)
+		}
+	}
+	for k := range first {
+		if strings.HasSuffix(k, " *") && d[k] == 0 {
+			t.Errorf("%s: stack not recorded by the second unwinder: %s", what, k)
+		}
+	}
+}
+
+func runFPCorpus() {
+	for _, c := range fpcCorpus {
+		for _, d := range fpcCorpusDepths {
+			c.f(d)
+		}
+	}
+}
+
+func TestMemProfileFPDifferential(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	old := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	defer func() { runtime.MemProfileRate = old }()
+
+	// Runtime-internal allocations on the system stack: new goroutines
+	// that find no free g allocate one in malg, under systemstack.
+	var release sync.WaitGroup
+	release.Add(1)
+	defer release.Done()
+	startParked := func() {
+		for range 300 {
+			go func() { release.Wait() }()
+		}
+	}
+	corpus := func(frames []string) bool { return hasFramePrefix(frames, "runtime_test.fpcLeaf_") }
+	sysstack := func(frames []string) bool {
+		return slices.Contains(frames, "runtime.malg") && slices.Contains(frames, "runtime.newproc1")
+	}
+
+	// The malloc path is one frame deeper while the GC marks, so keep the
+	// GC off while the corpus runs.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	prev, prevSys := memProfileByStack(corpus), memProfileByStack(sysstack)
+	var deltas []map[string]int64
+	var sys []map[string]int64
+	for i, off := range []string{"0", "1", "0"} {
+		setGODEBUG(t, "memprofilefpunwindoff="+off)
+		runFPCorpus()
+		startParked()
+		cur, curSys := memProfileByStack(corpus), memProfileByStack(sysstack)
+		deltas = append(deltas, delta(prev, cur))
+		sys = append(sys, delta(prevSys, curSys))
+		prev, prevSys = cur, curSys
+		if i > 0 {
+			checkSameBuckets(t, fmt.Sprintf("phase %d (memprofilefpunwindoff=%s)", i, off), deltas[0], deltas[i])
+		}
+	}
+	if len(deltas[0]) < len(fpcCorpus)*len(fpcCorpusDepths) {
+		t.Errorf("corpus produced %d distinct stacks, want at least %d", len(deltas[0]), len(fpcCorpus)*len(fpcCorpusDepths))
+	}
+	// The system-stack allocation depends on free gs; all phases that
+	// sampled it must agree on one stack.
+	all := map[string]bool{}
+	for _, s := range sys {
+		for k := range s {
+			all[k] = true
+		}
+	}
+	if len(all) > 1 {
+		t.Errorf("system-stack allocation recorded with %d different stacks: %v", len(all), all)
+	}
+	t.Logf("%d corpus stacks, %d system-stack stacks", len(deltas[0]), len(all))
+}
+
+// TestMemProfileFPDepthLimit checks that stacks cut at the depth limit
+// from different depths share one record, as with callers().
+func TestMemProfileFPDepthLimit(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	old := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	defer func() { runtime.MemProfileRate = old }()
+	keep := func(frames []string) bool { return slices.Contains(frames, "runtime_test.fpcLeaf_new") }
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	before := memProfileByStack(keep)
+	for _, d := range []int{400, 401, 437} {
+		fpcRec_new(d)
+	}
+	after := memProfileByStack(keep)
+	grew := 0
+	for k, v := range after {
+		if v > before[k] {
+			grew++
+			if n := strings.Count(k, " "); n < 32 {
+				t.Errorf("deep stack has only %d frames: %s", n, k)
+			}
+		}
+	}
+	if grew != 1 {
+		t.Errorf("allocations past the depth limit landed in %d records, want 1", grew)
+	}
+}
+
+// goroutineStacks returns the goroutine profile stacks (symbolized) of the
+// goroutines whose stack contains marker, sorted, and the caller's own.
+func goroutineStacks(t *testing.T, marker string) []string {
+	return goroutineStacks1(t, marker, true)
+}
+
+func goroutineStacks1(t *testing.T, marker string, caller bool) []string {
+	t.Helper()
+	var p []runtime.StackRecord
+	n, ok := runtime.GoroutineProfile(nil)
+	for !ok {
+		p = make([]runtime.StackRecord, n+50)
+		n, ok = runtime.GoroutineProfile(p)
+	}
+	var out []string
+	for i, r := range p[:n] {
+		var b strings.Builder
+		found := false
+		cf := runtime.CallersFrames(r.Stack())
+		for {
+			f, more := cf.Next()
+			fmt.Fprintf(&b, "%s:%d;", f.Function, f.Line)
+			found = found || strings.Contains(f.Function, marker)
+			if !more {
+				break
+			}
+		}
+		if found || (caller && i == 0) { // record 0 is the caller, on the slow path
+			out = append(out, fmt.Sprintf("%x %s", r.Stack(), b.String()))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+//go:noinline
+func fpgDeep(d int, f func()) {
+	if d > 0 {
+		fpgDeep(d-1, f)
+		return
+	}
+	f()
+}
+
+// fpgPark starts goroutines parked in many states, 22 frames deep; stop
+// wakes them.
+func fpgPark(t *testing.T) (stop func()) {
+	var mu sync.Mutex
+	mu.Lock()
+	done := make(chan struct{})
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, exited sync.WaitGroup
+	states := map[string]func(){
+		"chan": func() { <-done },
+		"select": func() {
+			select {
+			case <-done:
+			case <-time.After(time.Hour):
+			}
+		},
+		"mutex": func() { mu.Lock(); mu.Unlock() },
+		"sleep": func() {
+			tm := time.NewTimer(time.Hour)
+			select {
+			case <-tm.C:
+			case <-done:
+			}
+		},
+		"syscall": func() { var b [1]byte; syscall.Read(int(r.Fd()), b[:]) },
+		"locked":  func() { runtime.LockOSThread(); <-done; runtime.UnlockOSThread() },
+		"recovered": func() {
+			defer func() { recover(); <-done }()
+			panic("fpg")
+		},
+		"cond": func() { c := sync.NewCond(&mu); _ = c; <-done },
+	}
+	for _, f := range states {
+		for _, d := range []int{0, 20, 200} {
+			started.Add(1)
+			exited.Add(1)
+			go func() {
+				defer exited.Done()
+				started.Done()
+				fpgDeep(d, f)
+			}()
+		}
+	}
+	started.Wait()
+	time.Sleep(50 * time.Millisecond) // let them park
+	return func() {
+		close(done)
+		mu.Unlock()
+		w.Write(make([]byte, 3))
+		exited.Wait()
+		r.Close()
+		w.Close()
+	}
+}
+
+func TestGoroutineProfileFPDifferential(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	stop := fpgPark(t)
+	defer stop()
+	var got [][]string
+	for _, off := range []string{"0", "1", "0", "0"} {
+		setGODEBUG(t, "goroutineprofilefpunwindoff="+off)
+		got = append(got, goroutineStacks(t, "fpgDeep"))
+	}
+	if len(got[0]) < 20 {
+		t.Fatalf("found %d parked goroutines, want at least 20", len(got[0]))
+	}
+	for i := 1; i < len(got); i++ {
+		if !slices.Equal(got[0], got[i]) {
+			t.Errorf("profile %d differs from profile 0:\n%s\nvs\n%s", i, strings.Join(got[i], "\n"), strings.Join(got[0], "\n"))
+		}
+	}
+}
+
+// TestGoroutineProfileFPMoved checks that goroutines that ran between two
+// profiles are not reported at their old place (the per-goroutine cache).
+func TestGoroutineProfileFPMoved(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	const n = 50
+	step := make(chan struct{})
+	var parked sync.WaitGroup
+	parked.Add(n)
+	for range n {
+		go fpgDeep(5, func() {
+			parked.Done()
+			<-step // place A
+			fpgMovedB(step, &parked)
+		})
+	}
+	parked.Wait()
+	time.Sleep(20 * time.Millisecond)
+	for _, off := range []string{"0", "1"} {
+		setGODEBUG(t, "goroutineprofilefpunwindoff="+off)
+		a := goroutineStacks1(t, "fpgDeep", false)
+		if len(a) != n || strings.Contains(strings.Join(a, ""), "fpgMovedB") {
+			t.Fatalf("goroutineprofilefpunwindoff=%s: expected %d goroutines at place A:\n%s", off, n, strings.Join(a, "\n"))
+		}
+	}
+	setGODEBUG(t, "goroutineprofilefpunwindoff=0")
+	goroutineStacks(t, "fpgDeep") // fill the cache at place A
+	parked.Add(n)
+	for range n {
+		step <- struct{}{}
+	}
+	parked.Wait()
+	time.Sleep(20 * time.Millisecond)
+	fast := goroutineStacks1(t, "fpgMovedB", false)
+	setGODEBUG(t, "goroutineprofilefpunwindoff=1")
+	slow := goroutineStacks1(t, "fpgMovedB", false)
+	if len(fast) != n || !slices.Equal(fast, slow) {
+		t.Errorf("after moving: frame-pointer profile\n%s\nslow profile\n%s", strings.Join(fast, "\n"), strings.Join(slow, "\n"))
+	}
+	close(step)
+}
+
+var (
+	fpgNotStartedRan  atomic.Bool
+	fpgNotStartedDone chan struct{}
+)
+
+func fpgNotStarted() {
+	fpgNotStartedRan.Store(true)
+	<-fpgNotStartedDone
+}
+
+//go:noinline
+func fpgMovedB(step chan struct{}, parked *sync.WaitGroup) {
+	parked.Done()
+	<-step // place B
+}
+
+// TestGoroutineProfileFPStates checks how goroutines are classified for the
+// frame-pointer path: each state that takes the slow path is named here.
+func TestGoroutineProfileFPStates(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	setGODEBUG(t, "goroutineprofilefpunwindoff=0")
+	goid := make(chan uint64)
+	done := make(chan struct{})
+	defer close(done)
+	spawn := func(f func()) uint64 {
+		go func() {
+			goid <- runtime.Goid()
+			f()
+		}()
+		id := <-goid
+		time.Sleep(20 * time.Millisecond)
+		return id
+	}
+	// Parked in a channel receive: frame pointers are trusted.
+	if s := runtime.GoroutineFPState(spawn(func() { <-done })); s != "ok" {
+		t.Errorf("parked goroutine: state %q, want ok", s)
+	}
+	// Spinning without calls: stopped by asynchronous preemption, whose
+	// innermost frame may not have its frame record yet.
+	var stop sync.WaitGroup
+	stop.Add(1)
+	var flag atomic.Uint32
+	id := spawn(func() {
+		for flag.Load() == 0 {
+		}
+		stop.Done()
+	})
+	if s := runtime.GoroutineFPState(id); s != "asyncpreempt" {
+		t.Errorf("spinning goroutine: state %q, want asyncpreempt", s)
+	}
+	flag.Store(1)
+	stop.Wait()
+	// Created but not started yet: no saved frame pointer. With one P,
+	// the new goroutine cannot run before the world stops.
+	func() {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		fpgNotStartedDone = done
+		go fpgNotStarted()
+		s := runtime.GoroutineFPStateOf(fpgNotStarted)
+		if fpgNotStartedRan.Load() {
+			t.Logf("new goroutine ran before the world stopped; state %q", s)
+		} else if s != "nofp" {
+			t.Errorf("goroutine not started yet: state %q, want nofp", s)
+		}
+	}()
+	// The off switch.
+	setGODEBUG(t, "goroutineprofilefpunwindoff=1")
+	if s := runtime.GoroutineFPState(spawn(func() { <-done })); s != "off" {
+		t.Errorf("with goroutineprofilefpunwindoff=1: state %q, want off", s)
+	}
+}

@@ -1,0 +1,160 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+// Frame-pointer stack walks for the heap and goroutine profilers.
+//
+// The heap profiler (mProf_Malloc) and runtime.GoroutineProfile record
+// logical stacks, exactly as tracebackPCs produces them: inlined frames
+// expanded, wrappers elided, return PCs. They obtain them in two steps:
+//
+//  1. fpWalk collects the physical return PCs by following the frame
+//     pointer chain. It is a nosplit leaf, so the stack cannot move
+//     while it holds frame pointers as integers (issue 74851), and it
+//     checks every frame pointer against the bounds of the stack being
+//     walked, so a stale or garbage frame pointer (issues 61766, 73664)
+//     ends the walk with fpWalkBad instead of a wild read.
+//  2. fpExpand turns physical PCs into logical PCs with the same rules as
+//     tracebackPCs (skip, inline expansion, wrapper elision, the PC
+//     adjustment after injected calls, and the frames at which the
+//     unwinder stops). Its result is a pure function of the PCs, so callers
+//     cache it per physical stack.
+//
+// Callers fall back to gentraceback whenever the walk is not trustworthy.
+
+package runtime
+
+import (
+	"internal/abi"
+	"internal/goarch"
+	"unsafe"
+)
+
+// fpProfArch reports whether this architecture keeps frame pointers that
+// the profilers can follow.
+const fpProfArch = goarch.ArchFamily == goarch.AMD64 || goarch.ArchFamily == goarch.ARM64
+
+// Results of fpWalk.
+const (
+	fpWalkEnd  = iota // reached a zero frame pointer
+	fpWalkFull        // pcBuf is full; the chain may continue
+	fpWalkLeft        // the next frame pointer is outside [lo, hi)
+	fpWalkBad         // a frame pointer is misaligned or does not grow
+)
+
+// fpWalk follows the frame pointer chain starting at fp, storing each
+// frame's return address into pcBuf, for as long as the frame records lie
+// within [lo, hi). It makes no calls, so the stack cannot be copied while
+// it runs.
+//
+//go:nosplit
+func fpWalk(fp, lo, hi uintptr, pcBuf []uintptr) (n int, how int) {
+	for n < len(pcBuf) {
+		if fp == 0 {
+			return n, fpWalkEnd
+		}
+		if fp < lo || fp > hi-2*goarch.PtrSize {
+			return n, fpWalkLeft
+		}
+		if fp&(goarch.PtrSize-1) != 0 {
+			return n, fpWalkBad
+		}
+		pcBuf[n] = *(*uintptr)(unsafe.Pointer(fp + goarch.PtrSize))
+		n++
+		next := *(*uintptr)(unsafe.Pointer(fp))
+		if next != 0 && next >= lo && next < hi && next <= fp {
+			return n, fpWalkBad
+		}
+		fp = next
+	}
+	return n, fpWalkFull
+}
+
+// fpExpand converts the physical return PCs in phys (innermost first) to
+// the logical PCs tracebackPCs would record for the same frames, skipping
+// skip logical frames and storing at most len(dst). It returns the number
+// stored and whether the slow unwinder would have stopped within phys (at a
+// top-of-stack or SP-writing function, or at a PC with no function), which
+// callers use to check that a chain ending early is not truncated.
+//
+// syscallFirst is set when phys[0] is gp.syscallpc, for which the unwinder
+// ignores the SP-writing flag of the innermost frame.
+func fpExpand(skip int, phys, dst []uintptr, syscallFirst bool) (n int, stopped bool) {
+	calleeID := abi.FuncIDNormal
+	trap := false
+	for i, pc := range phys {
+		if n >= len(dst) {
+			return n, false
+		}
+		f := findfunc(pc)
+		if !f.valid() || f.pcsp == 0 {
+			// The unwinder ends the traceback without this frame.
+			return n, true
+		}
+		symPC := pc
+		if !trap && pc > f.entry() {
+			symPC = pc - 1
+		}
+		for iu, uf := newInlineUnwinder(f, symPC); n < len(dst) && uf.valid(); uf = iu.next(uf) {
+			sf := iu.srcFunc(uf)
+			if sf.funcID == abi.FuncIDWrapper && elideWrapperCalling(calleeID) {
+				// ignore wrappers
+			} else if skip > 0 {
+				skip--
+			} else {
+				dst[n] = uf.pc + 1
+				n++
+			}
+			calleeID = sf.funcID
+		}
+		flag := f.flag
+		if f.funcID == abi.FuncID_cgocallback || (i == 0 && syscallFirst) {
+			flag &^= abi.FuncFlagSPWrite
+		}
+		if flag&(abi.FuncFlagTopFrame|abi.FuncFlagSPWrite) != 0 {
+			return n, true
+		}
+		trap = isInjectedCall(f.funcID)
+		calleeID = f.funcID
+	}
+	return n, false
+}
+
+// fpProfScratch is per-M scratch space for the frame-pointer profilers.
+// Each buffer holds len(mp.profStack) PCs. Its users never allocate while
+// they hold it, so an allocation profiled in between cannot clobber it.
+type fpProfScratch struct {
+	phys  []uintptr // physical PCs from fpWalk
+	logic []uintptr // logical PCs from fpExpand (heap profiler)
+	slow  []uintptr // the slow unwinder's PCs, for fpunwindcheck
+	aux   []uintptr // logical PCs for savegFP called from the scheduler
+}
+
+// fpProfScratchInit allocates mp's scratch space; see mProfStackInit.
+func fpProfScratchInit(mp *m) {
+	n := len(mp.profStack)
+	buf := make([]uintptr, 4*n)
+	mp.fpScratch = &fpProfScratch{
+		phys:  buf[:n:n],
+		logic: buf[n : 2*n : 2*n],
+		slow:  buf[2*n : 3*n : 3*n],
+		aux:   buf[3*n:],
+	}
+}
+
+// fpStackHash hashes a PC slice and one extra word with the mixing
+// stkbucket uses.
+func fpStackHash(stk []uintptr, extra uintptr) uintptr {
+	var h uintptr
+	for _, pc := range stk {
+		h += pc
+		h += h << 10
+		h ^= h >> 6
+	}
+	h += extra
+	h += h << 10
+	h ^= h >> 6
+	h += h << 3
+	h ^= h >> 11
+	return h
+}
