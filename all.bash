@@ -5,7 +5,7 @@
 # one-screen summary whose last line is "N passed, N failed" (counted per test package, and
 # per step for steps that are not go test runs).
 #
-# Usage: ./all.bash [STEP...]   (default: every step; steps: make check upstream own arm64 bench)
+# Usage: ./all.bash [STEP...]   (default: every step; steps: make check upstream own stress arm64 bench)
 set -uo pipefail
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$TOP"
@@ -17,7 +17,7 @@ export PATH=$TOP/goroot/bin:$PATH GOTOOLCHAIN=local
 unset GOROOT GOEXPERIMENT GOOS GOARCH
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(make check upstream own arm64 bench)
+[ ${#steps[@]} -gt 0 ] || steps=(make check upstream own stress arm64 bench)
 want() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 passed=0 failed=0
@@ -45,8 +45,7 @@ run() {
 	passed=$((passed + ok))
 	failed=$((failed + fail))
 	if [ $rc -eq 0 ]; then
-		grep -E '^(ok  |SKIP|--- SKIP|    .*skip)' "$log" | head -n 40
-		tail -n 3 "$log"
+		grep -E '^(ok  |SKIP|--- SKIP|fpcheck run: |.*: skipping|    .*skip)' "$log" | head -n 40
 		summary+=("$(printf '%-10s %-6s %5ss  %s passed, %s failed' "$name" ok "$secs" "$ok" "$fail")")
 	else
 		grep -E -B2 -A30 '^(--- FAIL|FAIL|panic:|fatal error:)' "$log" | head -n 150
@@ -72,6 +71,7 @@ fi
 want check && run check ./fork check
 want upstream && run upstream "$GO" test -short -count=1 runtime runtime/pprof runtime/trace internal/trace cmd/internal/obj/... cmd/asm/...
 want own && run own own_modules
+want stress && run stress bash misc/fpcheck/stress.bash "$TOP/goroot" 10s
 if want arm64 && [ -f misc/arm64test/run.bash ]; then run arm64 bash misc/arm64test/run.bash "$TOP/goroot"; fi
 if want bench && [ -f benchmarks/run.bash ]; then run bench bash benchmarks/run.bash -quick; fi
 
