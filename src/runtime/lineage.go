@@ -414,7 +414,7 @@ func lineageNewg(newg, callergp *g, callerpc uintptr) {
 		}
 	}
 	r.nanc, r.nstk, r.flags, r.depth = nanc, nstk, flags, depth
-	atomic.StoreRel64(&r.seq, s+2)
+	lineageStoreSeq(&r.seq, s+2)
 }
 
 // lineageSeqBegin makes a record's sequence odd before its fields change.
@@ -426,7 +426,7 @@ func lineageNewg(newg, callergp *g, callerpc uintptr) {
 //go:nosplit
 func lineageSeqBegin(seq *uint64, s uint64) {
 	if GOARCH == "amd64" || GOARCH == "386" {
-		atomic.StoreRel64(seq, s+1)
+		lineageStoreSeq(seq, s+1)
 	} else {
 		atomic.Xadd64(seq, 1)
 	}
