@@ -42,6 +42,10 @@ func goTool() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
+// isFork reports whether the toolchain running the tests is this fork,
+// whose binaries must pass fpcheck binary.
+func isFork() bool { return strings.Contains(runtime.Version(), "-fpsafe") }
+
 var upstream struct {
 	once  sync.Once
 	goBin string

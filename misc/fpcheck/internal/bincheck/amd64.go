@@ -177,6 +177,7 @@ func decodeAMD64(code []byte, pc uint64) (insn, error) {
 		}
 	default:
 		in.def, in.defSrc = dst, copyFrom
+		in.defOffset = (inst.Op == x86asm.ADD || inst.Op == x86asm.SUB) && srcReg >= 0 && srcReg != dst
 	}
 	return in, nil
 }

@@ -17,9 +17,14 @@
 //     of the frame pointer made after the switch, unless the function is one
 //     of the documented links below, where the chain deliberately continues
 //     into the old stack. A second switch is taken to return to the entry
-//     stack, where the frame pointer is valid again.
+//     stack, where the frame pointer is valid again. A frame pointer
+//     computed, before the switch, from the very register SP is then loaded
+//     from (moved only by register arithmetic in between) already points
+//     into the new stack and counts as written.
 //
-// Calls to morestack are exempt: morestack establishes its own root.
+// Calls to morestack are exempt: morestack establishes its own root. So are
+// calls to leaves that never store the frame pointer (arm64's load_g): they
+// leave no frame record for an unwinder to follow.
 package bincheck
 
 import (
@@ -136,7 +141,7 @@ func Check(b *gobin.Binary) (*Report, error) {
 		if link {
 			fr.Kinds = append(fr.Kinds, "documented-link")
 		}
-		a := &analysis{b: b, f: f, insns: insns, fp: fpReg, root: root || cabi, cabi: cabi, link: link}
+		a := &analysis{b: b, f: f, insns: insns, fp: fpReg, root: root || cabi, cabi: cabi, link: link, decode: decode}
 		a.run()
 		fr.Findings = a.findings
 		fr.Note = a.note()
@@ -166,6 +171,10 @@ type state struct {
 	switched bool   // running on a stack switched to in this function
 	fpNew    bool   // frame pointer written since the switch
 	spd      uint32 // registers holding values derived from SP
+	// fpBase is the register the frame pointer was last computed from
+	// while it still holds a pointer into the same memory (-1 for none):
+	// a switch to a stack computed from it keeps the frame pointer valid.
+	fpBase int8
 }
 
 type analysis struct {
@@ -177,10 +186,12 @@ type analysis struct {
 	cabi  bool
 	link  bool
 
-	findings []Finding
-	seen     map[string]bool
-	clears   map[uint64]bool
-	switches int
+	findings  []Finding
+	seen      map[string]bool
+	leafCache map[uint64]bool
+	decode    func([]byte, uint64) (insn, error)
+	clears    map[uint64]bool
+	switches  int
 }
 
 func (a *analysis) index(pc uint64) int {
@@ -221,13 +232,14 @@ func (a *analysis) target(in *insn) string {
 
 func (a *analysis) run() {
 	a.seen = map[string]bool{}
+	a.leafCache = map[uint64]bool{}
 	a.clears = map[uint64]bool{}
 	type item struct {
 		i int
 		s state
 	}
 	visited := map[item]bool{}
-	work := []item{{0, state{spd: 1<<uint(a.fp) | 1<<31}}}
+	work := []item{{0, state{spd: 1<<uint(a.fp) | 1<<31, fpBase: -1}}}
 	for len(work) > 0 {
 		it := work[len(work)-1]
 		work = work[:len(work)-1]
@@ -281,18 +293,25 @@ func (a *analysis) step(in *insn, s state) (state, bool, int) {
 		s.handled, s.fpNew = true, true
 		a.clears[in.pc] = true
 	}
+	if in.fp != fpNone {
+		s.fpBase = -1
+	}
 	switch in.fp {
 	case fpClear:
 		deliberate()
 		s.spd = setBit(s.spd, a.fp, false)
 	case fpFromSP:
+		// On a switched-to stack this points the frame pointer into it.
 		s.spd = setBit(s.spd, a.fp, true)
+		s.fpNew = true
 	case fpFromReg:
 		if spDerived(s, in.fpSrc) {
 			s.spd = setBit(s.spd, a.fp, true)
+			s.fpNew = true
 		} else {
 			deliberate()
 			s.spd = setBit(s.spd, a.fp, false)
+			s.fpBase = int8(in.fpSrc)
 		}
 	case fpRestore:
 		s.handled, s.fpNew = false, false
@@ -305,18 +324,29 @@ func (a *analysis) step(in *insn, s state) (state, bool, int) {
 	// until it is written again; a second switch is taken to return to the
 	// entry stack (the switch, call, switch back shape of the runtime).
 	// On arm64 the clone system call itself puts the child on the new stack.
+	// (Only its first system call; the child's gettid does not switch.)
+	// A frame pointer computed, before the switch, from the register the
+	// new SP comes from already points into the new stack (cgocallback's
+	// link to curg.sched.bp on amd64).
 	if a.b.Arch == "arm64" && a.f.Name == "runtime.clone" && strings.HasPrefix(in.text, "SVC") {
 		if !s.switched {
 			a.switches++
+			s.switched, s.fpNew, s.spd = true, false, 0
 		}
-		s.switched, s.fpNew, s.spd = true, false, 0
 	} else if in.sp == spSwitch || in.sp == spFromReg && !spDerived(s, in.spSrc) {
-		s.switched, s.fpNew = !s.switched, false
+		s.switched = !s.switched
+		s.fpNew = in.sp == spFromReg && s.fpBase >= 0 && in.spSrc == int(s.fpBase)
 		a.switches++
 		s.spd = 0
+		if s.fpNew {
+			s.spd = setBit(s.spd, a.fp, true)
+		}
 	}
 	if in.def >= 0 {
 		s.spd = setBit(s.spd, in.def, in.defSrc >= 0 && spDerived(s, in.defSrc))
+		if in.def == int(s.fpBase) && in.defSrc != in.def && !in.defOffset {
+			s.fpBase = -1
+		}
 	}
 
 	leaves := func() bool {
@@ -331,7 +361,7 @@ func (a *analysis) step(in *insn, s state) (state, bool, int) {
 		if in.flow != flowCall {
 			verb = "jumps to"
 		}
-		if !boundary.RootCallees[name] {
+		if !boundary.RootCallees[name] && !(in.flow == flowCall && a.storesNoFrame(in.target)) {
 			// A tail jump leaves no frame of this function behind: the target
 			// runs as if entered directly, and is checked itself if it is a root.
 			if a.root && !s.handled && !s.called && in.flow == flowCall {
@@ -352,6 +382,35 @@ func (a *analysis) step(in *insn, s state) (state, bool, int) {
 		return s, false, a.index(in.target)
 	}
 	return s, false, -1
+}
+
+// storesNoFrame reports whether the function at pc is a leaf that never
+// stores the frame pointer (arm64's load_g and save_g): calling it with any
+// frame pointer leaves no frame record for an unwinder to follow.
+func (a *analysis) storesNoFrame(pc uint64) bool {
+	if pc == 0 {
+		return false
+	}
+	if v, ok := a.leafCache[pc]; ok {
+		return v
+	}
+	a.leafCache[pc] = false
+	f := a.b.Lookup(pc)
+	if f == nil || f.Entry != pc {
+		return false
+	}
+	code, err := a.b.Code(f)
+	if err != nil {
+		return false
+	}
+	insns, _ := decodeAll(code, f.Entry, a.decode)
+	for _, in := range insns {
+		if in.fpSt || in.flow == flowCall || in.flow == flowIndirect || in.flow == flowJump && (in.target < f.Entry || in.target >= f.End) {
+			return false
+		}
+	}
+	a.leafCache[pc] = true
+	return true
 }
 
 func (a *analysis) note() string {

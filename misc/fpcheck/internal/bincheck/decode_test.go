@@ -3,6 +3,8 @@ package bincheck
 import (
 	"encoding/binary"
 	"testing"
+
+	"fpsafe/fpcheck/internal/gobin"
 )
 
 func TestDecodeAMD64(t *testing.T) {
@@ -69,6 +71,55 @@ func TestDecodeARM64(t *testing.T) {
 		}
 		if in.fp != tc.fp || in.sp != tc.sp || in.fpSt != tc.st || in.flow != tc.flow {
 			t.Errorf("%#08x (%s): fp=%d sp=%d st=%v flow=%d, want %d %d %v %d", tc.word, in.text, in.fp, in.sp, in.fpSt, in.flow, tc.fp, tc.sp, tc.st, tc.flow)
+		}
+	}
+}
+
+// analyse runs the stack-switch analysis over amd64 machine code as if it
+// were a spwrite function named name.
+func analyse(t *testing.T, name string, code ...[]byte) []Finding {
+	t.Helper()
+	var all []byte
+	for _, c := range code {
+		all = append(all, c...)
+	}
+	b := &gobin.Binary{Arch: "amd64"}
+	f := &gobin.Func{Name: name, Entry: 0x1000, End: 0x1000 + uint64(len(all))}
+	insns, err := decodeAll(all, f.Entry, decodeAMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &analysis{b: b, f: f, insns: insns, fp: amd64BP, decode: decodeAMD64}
+	a.run()
+	return a.findings
+}
+
+func TestStackSwitchLink(t *testing.T) {
+	var (
+		loadDI   = []byte{0x48, 0x8b, 0x7e, 0x38} // MOVQ 0x38(SI), DI (gobuf.sp)
+		reloadDI = []byte{0x48, 0x8b, 0x7e, 0x40} // MOVQ 0x40(SI), DI
+		leaBP    = []byte{0x48, 0x8d, 0x6f, 0xf0} // LEAQ -0x10(DI), BP
+		subDI    = []byte{0x4c, 0x29, 0xc7}       // SUBQ R8, DI
+		switchSP = []byte{0x48, 0x89, 0xfc}       // MOVQ DI, SP
+		callDX   = []byte{0xff, 0xd2}             // CALL DX
+		ret      = []byte{0xc3}
+	)
+	for _, tc := range []struct {
+		name  string
+		code  [][]byte
+		found bool
+	}{
+		// The fork's cgocallback: BP points into the new stack, computed
+		// from the register SP is then loaded from.
+		{"linked before the switch", [][]byte{loadDI, leaBP, subDI, switchSP, callDX, ret}, false},
+		// Upstream's: BP still points at the old stack.
+		{"old frame pointer", [][]byte{loadDI, switchSP, callDX, ret}, true},
+		// BP was computed from a value DI no longer holds.
+		{"base register reloaded", [][]byte{loadDI, leaBP, reloadDI, switchSP, callDX, ret}, true},
+	} {
+		got := analyse(t, "test.switch", tc.code...)
+		if (len(got) > 0) != tc.found {
+			t.Errorf("%s: findings %v, want found=%v", tc.name, got, tc.found)
 		}
 	}
 }

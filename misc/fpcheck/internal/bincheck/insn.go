@@ -21,6 +21,9 @@ type insn struct {
 	// defSrc the register it is computed from by a move or arithmetic with an
 	// immediate (-1 if it is loaded or computed otherwise; regSP for SP).
 	def, defSrc int
+	// defOffset says def is changed by adding or subtracting another
+	// register: a pointer moved within the memory it points into.
+	defOffset bool
 }
 
 type flow uint8

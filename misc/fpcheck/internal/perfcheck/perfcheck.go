@@ -187,7 +187,9 @@ type Result struct {
 	Kinds      map[Kind]int
 	Roots      map[string]int
 	Examples   map[Kind][]string
-	AnyBadLike int // samples with an unsymbolizable frame or a loop anywhere, C leaves included
+	AnyBadLike int      // samples with an unsymbolizable frame or a loop anywhere, C leaves included
+	LibBadLike int      // those of them whose leaf is in a non-Go shared library (libc, ld.so)
+	BadLike    []string // examples of those whose leaf is in the program
 }
 
 // Checker symbolizes frames.
@@ -210,6 +212,11 @@ func (c *Checker) Check(samples []Sample) *Result {
 		r.Kinds[k]++
 		if badLike {
 			r.AnyBadLike++
+			if c.leafInLibrary(&samples[i]) {
+				r.LibBadLike++
+			} else if len(r.BadLike) < 5 {
+				r.BadLike = append(r.BadLike, c.describe(&samples[i]))
+			}
 		}
 		if k == OK {
 			r.Roots[root]++
@@ -326,6 +333,8 @@ func (r *Result) Write(w io.Writer) {
 		fmt.Fprintf(w, "  %-40s %8d%s\n", k, r.Kinds[k], mark)
 	}
 	fmt.Fprintf(w, "  user-space samples with an unsymbolizable or looping frame anywhere (C leaves included): %d of %d\n", r.AnyBadLike, r.Samples-r.Kinds[KernelOnly])
+	fmt.Fprintf(w, "    leaf in the program (Go or its cgo C): %d\n", r.AnyBadLike-r.LibBadLike)
+	fmt.Fprintf(w, "    leaf in a non-Go shared library (libc, ld.so; its frame pointer is not ours): %d\n", r.LibBadLike)
 	var roots []string
 	for k := range r.Roots {
 		roots = append(roots, k)
@@ -342,7 +351,50 @@ func (r *Result) Write(w io.Writer) {
 			}
 		}
 	}
+	for _, e := range r.BadLike {
+		fmt.Fprintf(w, "unsymbolizable or looping frame (leaf in the program): %s\n", e)
+	}
 	fmt.Fprintf(w, "fpcheck perf: %d violations\n", r.Violations())
+}
+
+// ProgramBadLike counts samples with an unsymbolizable or looping frame
+// whose leaf is in the program itself.
+func (r *Result) ProgramBadLike() int { return r.AnyBadLike - r.LibBadLike }
+
+// leafInLibrary reports whether s's first user-space frame is in a shared
+// library that is not a Go binary: built without frame pointers (Debian's
+// libc is), it hands perf whatever its frame-pointer register holds.
+func (c *Checker) leafInLibrary(s *Sample) bool {
+	for _, f := range s.Frames {
+		if isKernel(f) {
+			continue
+		}
+		return c.sym.binary(f.DSO) == nil && strings.Contains(f.DSO, ".so")
+	}
+	return false
+}
+
+// describe prints s's user-space chain with raw addresses for frames that
+// do not resolve.
+func (c *Checker) describe(s *Sample) string {
+	var parts []string
+	for i, n := range c.Names(s) {
+		if n == "?" {
+			var user []Frame
+			for _, f := range s.Frames {
+				if !isKernel(f) {
+					user = append(user, f)
+				}
+			}
+			n = fmt.Sprintf("?%#x(%s)", user[i].Addr, filepath.Base(user[i].DSO))
+		}
+		parts = append(parts, n)
+		if len(parts) == 12 {
+			parts = append(parts, "...")
+			break
+		}
+	}
+	return fmt.Sprintf("%s/%d: %s", s.Comm, s.TID, strings.Join(parts, " <- "))
 }
 
 // Violations counts samples whose chain violates a rule.

@@ -61,7 +61,8 @@ func TestClassify(t *testing.T) {
 	defer b.Close()
 	leaf := b.Func("runtime.mallocgc")
 	goexit := b.Func("runtime.goexit")
-	if leaf == nil || goexit == nil {
+	sw := b.Func("runtime.systemstack_switch")
+	if leaf == nil || goexit == nil || sw == nil {
 		t.Fatal("functions not found")
 	}
 	q := uint64(1)
@@ -81,6 +82,8 @@ func TestClassify(t *testing.T) {
 		want   Kind
 	}{
 		{[]Frame{g(mid), g(goexit.Entry + q)}, OK},
+		{[]Frame{g(mid), g(sw.Entry + 8), g(goexit.Entry + q)}, OK},
+		{[]Frame{g(mid), g(sw.Entry + 8 + q), g(goexit.Entry + q)}, NotReturnSite},
 		{[]Frame{g(mid), junk}, Unsymbolized},
 		{[]Frame{g(mid), g(leaf.Entry + 3)}, NotReturnSite},
 		{[]Frame{{Addr: 0x10, Sym: "cLoop+0x10", DSO: "/usr/lib/libc.so.6"}, junk}, CLeaf},

@@ -62,13 +62,7 @@ func (s *symbolizer) resolve(f Frame, ret, injected bool) resolved {
 					r.noFrame = leafWithoutFrame(b, fn, va)
 				}
 				if ret && !injected {
-					// gogo makes goexit+PCQuantum the return address of a
-					// goroutine's first frame.
-					q := uint64(1)
-					if b.Arch == "arm64" {
-						q = 4
-					}
-					r.retOK = afterCall(b, va) || fn.Name == "runtime.goexit" && va == fn.Entry+q
+					r.retOK = afterCall(b, va) || runtimeMarker(b, fn, va)
 				}
 				return r
 			}
@@ -83,6 +77,25 @@ func (s *symbolizer) resolve(f Frame, ret, injected bool) resolved {
 		return resolved{name: name}
 	}
 	return resolved{}
+}
+
+// runtimeMarker reports whether va is one of the return addresses the
+// runtime plants without a call: gogo makes goexit+PCQuantum the return
+// address of a goroutine's first frame, and gosave_systemstack_switch saves
+// systemstack_switch+8 as the PC of a goroutine that switched to g0 (for
+// asmcgocall), which cgocallback's frame record links to.
+func runtimeMarker(b *gobin.Binary, fn *gobin.Func, va uint64) bool {
+	q := uint64(1)
+	if b.Arch == "arm64" {
+		q = 4
+	}
+	switch fn.Name {
+	case "runtime.goexit":
+		return va == fn.Entry+q
+	case "runtime.systemstack_switch":
+		return va == fn.Entry+8
+	}
+	return false
 }
 
 func lastPlus(s string) int {
