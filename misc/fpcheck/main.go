@@ -49,8 +49,14 @@
 // machine code of every TOPFRAME function, every function entered from C,
 // and every function that writes SP (the SPWRITE flag, plus runtime.clone),
 // and applies the same three rules on every path of the decoded control-flow
-// graph. One line per finding (function+offset, address, rule, instruction),
-// then a table of the checked functions.
+// graph. Two shapes count as writing the frame pointer on a new stack: a
+// write after the switch (from the new SP, or a deliberate clear or load),
+// and a frame pointer computed before the switch from the very register the
+// new SP is then loaded from (the fork's amd64 cgocallback, which points BP
+// at the frame record it built from curg.sched). A call to a leaf that never
+// stores the frame pointer (arm64's load_g, save_g) needs no cleared frame
+// pointer. One line per finding (function+offset, address, rule,
+// instruction), then a table of the checked functions.
 //
 // # Dynamic modes
 //
@@ -65,13 +71,19 @@
 // script, and checks each user-space chain (see internal/perfcheck): Go frames
 // are symbolized through the binary's pclntab, others through perf's ELF
 // symbols; every Go return address must follow a call instruction (except
-// goexit+PCQuantum and the PCs injected by asyncPreempt and sigpanic); no
+// goexit+PCQuantum, systemstack_switch+8 that gosave_systemstack_switch
+// saves for a goroutine in a cgo call, and the PCs injected by asyncPreempt
+// and sigpanic); no
 // loop; the outermost frame must be a documented root (perfcheck.Roots:
 // runtime.goexit, mstart, rt0_go, mcall, morestack, sigtramp, cgoSigtramp,
 // sigprofNonGoWrapper, crosscall2 and cgocallback for C-created threads,
 // _rt0_*, and for C threads _start, __libc_start_main, start_thread, clone,
 // clone3). Chains whose leaf is C code are counted but not judged: C built
-// without frame pointers leaves the register to its own use.
+// without frame pointers leaves the register to its own use. The report also
+// counts every sample with an unsymbolizable or looping frame anywhere,
+// split by where its leaf is: in the program (Go or its cgo C; zero on the
+// fork's stress corpus) or in a non-Go shared library such as libc or ld.so,
+// whose frame pointer no Go change can make valid.
 //
 // # Tests
 //

@@ -113,17 +113,22 @@ type lineageAnc struct {
 
 // lineageRecord is the fixed part of a record; the ancestor array (maxDepth
 // entries) and the creation stack (maxStack PCs) follow it.
+//
+// goid, startpc and gopc come last, shaped like a lineageAnc and just before
+// the ancestor array: a child's ancestors are then one contiguous copy of its
+// parent's self and first ancestors. (Readers go by the offset table; the
+// order is not part of the ABI.)
 type lineageRecord struct {
 	_          sys.NotInHeap
 	seq        uint64
-	goid       uint64
-	startpc    uint64
-	gopc       uint64
 	parentGoid uint64
 	nanc       uint32
 	nstk       uint32
 	flags      uint32
 	depth      uint32
+	goid       uint64
+	startpc    uint64
+	gopc       uint64
 }
 
 var lineageABI = lineageHeader{
@@ -281,7 +286,7 @@ func lineageActivate(mp *m, state uint32) {
 		cur = uint64(uintptr(unsafe.Pointer(mp.curg.lineage)))
 	}
 	r.cur = cur
-	atomic.Store64(&r.seq, s+2)
+	lineageSeqEnd(&r.seq, s+2)
 }
 
 // lineageStart activates the region of a Go-created M (mstart1).
@@ -301,7 +306,7 @@ func lineageRetire(mp *m) {
 	r.cur = 0
 	r.tid = 0
 	r.state = lineageFree
-	atomic.Store64(&r.seq, s+2)
+	lineageSeqEnd(&r.seq, s+2)
 }
 
 // lineageExit retires mp's region and makes it available to a future M.
@@ -319,8 +324,9 @@ func lineageAllocRecord() *lineageRecord {
 	return (*lineageRecord)(persistentalloc(lineageRecSize, 8, &memstats.other_sys))
 }
 
-func (r *lineageRecord) anc(i uint32) *lineageAnc {
-	return (*lineageAnc)(add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{})+uintptr(i)*unsafe.Sizeof(lineageAnc{})))
+// ancs returns r's ancestor array; only the first lineageDepth entries exist.
+func (r *lineageRecord) ancs() *[lineageMaxLimit]lineageAnc {
+	return (*[lineageMaxLimit]lineageAnc)(add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{})))
 }
 
 func (r *lineageRecord) stack() *[lineageMaxLimit]uint64 {
@@ -334,102 +340,120 @@ func lineageExtraG(gp *g) {
 	}
 	r := lineageAllocRecord()
 	r.goid = gp.goid
+	r.startpc = uint64(gp.startpc)
+	r.gopc = uint64(gp.gopc)
 	r.flags = lineageCgoCallback
 	atomic.Store64(&r.seq, 2)
 	gp.lineage = r
 }
 
 // lineageNewg writes newg's record: called by newproc1 on the system stack
-// after newg has its goid and before it can run.
+// after newg has its goid and before it can run. It is on the path of every
+// go statement, so the common case (a reused g, a parent with a record, no
+// creation stacks) stays straight-line code: no call but the two
+// publication barriers, the ancestors copied word by word.
+//
+//go:nosplit
 func lineageNewg(newg, callergp *g, callerpc uintptr) {
 	if lineageDepth == 0 {
 		return
 	}
 	r := newg.lineage
 	if r == nil {
-		r = lineageAllocRecord()
-		newg.lineage = r
+		r = lineageNewRecord(newg)
 	}
 	s := r.seq
 	lineageSeqBegin(&r.seq, s)
 	r.goid = newg.goid
 	r.startpc = uint64(newg.startpc)
 	r.gopc = uint64(callerpc)
-	r.parentGoid = callergp.goid
+	pgoid := callergp.goid
+	r.parentGoid = pgoid
 	var nanc, flags, depth uint32
-	if callergp.goid != 0 {
-		a := r.anc(0)
-		a.goid = callergp.goid
-		a.startpc = uint64(callergp.startpc)
-		a.gopc = uint64(callergp.gopc)
-		nanc, depth = 1, 1
-		if p := callergp.lineage; p != nil {
-			n := p.nanc
-			if n > lineageDepth-1 {
-				n = lineageDepth - 1
-			}
-			if n > 0 {
-				memmove(unsafe.Pointer(r.anc(1)), unsafe.Pointer(p.anc(0)), uintptr(n)*unsafe.Sizeof(lineageAnc{}))
-			}
-			nanc += n
-			depth = p.depth + 1
-			if depth == 0 {
-				depth-- // saturate
-			}
-			flags |= p.flags & lineageParentUnknown
-		} else {
-			flags |= lineageParentUnknown
+	if p := callergp.lineage; p != nil {
+		// Only goroutines have records, so pgoid != 0. The parent's
+		// self entry and its first ancestors are one contiguous block:
+		// copy it two entries (three 16-byte moves) at a time, with no
+		// call and no bounds checks.
+		nanc = min(p.nanc+1, lineageDepth)
+		d := unsafe.Pointer(r.ancs())
+		src := unsafe.Pointer(&p.goid)
+		for i := nanc / 2; i > 0; i-- {
+			// (A 48-byte array copy would call memmove.)
+			*(*[2]uint64)(d) = *(*[2]uint64)(src)
+			*(*[2]uint64)(add(d, 16)) = *(*[2]uint64)(add(src, 16))
+			*(*[2]uint64)(add(d, 32)) = *(*[2]uint64)(add(src, 32))
+			d = add(d, 2*unsafe.Sizeof(lineageAnc{}))
+			src = add(src, 2*unsafe.Sizeof(lineageAnc{}))
 		}
+		if nanc&1 != 0 {
+			*(*lineageAnc)(d) = *(*lineageAnc)(src)
+		}
+		depth = p.depth + 1
+		if depth == 0 {
+			depth-- // saturate
+		}
+		flags = p.flags & lineageParentUnknown
 		if depth > nanc {
 			flags |= lineageAncTruncated
 		}
+	} else if pgoid != 0 {
+		// A creator without a record (an extra M's goroutine before
+		// lineageExtraG, or lineage records started after it): its
+		// own entry is all that is known.
+		r.ancs()[0] = lineageAnc{goid: pgoid, startpc: uint64(callergp.startpc), gopc: uint64(callergp.gopc)}
+		nanc, depth, flags = 1, 1, lineageParentUnknown
 	}
 	var nstk uint32
 	// A creator with goid 0 runs on a system stack whose outermost frame
 	// pointer the OS set, possibly to garbage: record no stack for it.
-	if lineageStack > 0 && callergp.goid != 0 {
-		var buf [lineageMaxLimit + lineageSkip]uintptr
-		var n int
-		if !tracefpunwindoff() && !getg().m.hasCgoOnStack() {
-			n = fpTracebackPCs(unsafe.Pointer(getfp()), buf[:lineageStack+lineageSkip])
-		}
-		i := lineageFind(buf[:n], callerpc)
-		if i < 0 {
-			n = gcallers(callergp, 0, buf[:lineageStack+lineageSkip])
-			i = lineageFind(buf[:n], callerpc)
-		}
-		if i >= 0 {
-			pcs := buf[i:n]
-			if len(pcs) > int(lineageStack) {
-				flags |= lineageStackTruncated
-				pcs = pcs[:lineageStack]
-			}
-			st := r.stack()
-			for j, pc := range pcs {
-				st[j] = uint64(pc)
-			}
-			nstk = uint32(len(pcs))
-		} else {
-			flags |= lineageStackTruncated
-		}
+	if lineageStack > 0 && pgoid != 0 {
+		nstk, flags = lineageNewgStack(r, callergp, callerpc, flags)
 	}
 	r.nanc, r.nstk, r.flags, r.depth = nanc, nstk, flags, depth
-	lineageStoreSeq(&r.seq, s+2)
+	lineageSeqEnd(&r.seq, s+2)
 }
 
-// lineageSeqBegin makes a record's sequence odd before its fields change.
-// The stores that follow must not become visible before it: on amd64 (TSO)
-// stores stay in program order, so a plain store is enough and the go
-// statement pays no locked instruction; elsewhere an atomic add, whose
-// acquire half keeps later stores after it.
+// lineageNewRecord gives newg, a g struct new to lineage, its record.
 //
-//go:nosplit
-func lineageSeqBegin(seq *uint64, s uint64) {
-	if GOARCH == "amd64" || GOARCH == "386" {
-		lineageStoreSeq(seq, s+1)
-	} else {
-		atomic.Xadd64(seq, 1)
+//go:noinline
+func lineageNewRecord(newg *g) *lineageRecord {
+	r := lineageAllocRecord()
+	newg.lineage = r
+	return r
+}
+
+// lineageNewgStack records the creation stack in r: the frames from the go
+// statement at callerpc outwards, by frame pointers from here, or by
+// gentraceback of callergp if the frame-pointer walk does not reach the go
+// statement. It returns the stack's length and flags with
+// lineageStackTruncated added when the stack was cut.
+//
+//go:noinline
+func lineageNewgStack(r *lineageRecord, callergp *g, callerpc uintptr, flags uint32) (uint32, uint32) {
+	var buf [lineageMaxLimit + lineageSkip]uintptr
+	var n int
+	if !tracefpunwindoff() && !getg().m.hasCgoOnStack() {
+		n = fpTracebackPCs(unsafe.Pointer(getfp()), buf[:lineageStack+lineageSkip])
 	}
+	i := lineageFind(buf[:n], callerpc)
+	if i < 0 {
+		n = gcallers(callergp, 0, buf[:lineageStack+lineageSkip])
+		i = lineageFind(buf[:n], callerpc)
+	}
+	if i < 0 {
+		return 0, flags | lineageStackTruncated
+	}
+	pcs := buf[i:n]
+	if len(pcs) > int(lineageStack) {
+		flags |= lineageStackTruncated
+		pcs = pcs[:lineageStack]
+	}
+	st := r.stack()
+	for j, pc := range pcs {
+		st[j] = uint64(pc)
+	}
+	return uint32(len(pcs)), flags
 }
 
 func lineageFind(pcs []uintptr, pc uintptr) int {

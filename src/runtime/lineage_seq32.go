@@ -13,3 +13,13 @@ import "internal/runtime/atomic"
 //
 //go:nosplit
 func lineageStoreSeq(seq *uint64, v uint64) { atomic.Store64(seq, v) }
+
+// lineageSeqBegin makes a record's sequence odd before its fields change;
+// lineageSeqEnd makes it even after. 32-bit ports have no plain 64-bit
+// atomic store, so both are sequentially consistent atomics.
+//
+//go:nosplit
+func lineageSeqBegin(seq *uint64, s uint64) { atomic.Store64(seq, s+1) }
+
+//go:nosplit
+func lineageSeqEnd(seq *uint64, v uint64) { atomic.Store64(seq, v) }
