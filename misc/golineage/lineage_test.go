@@ -213,6 +213,7 @@ func runGDB(t *testing.T, args ...string) string {
 	script, _ := filepath.Abs("gdb/golineage.py")
 	cmdArgs := []string{"-batch", "-nx", "-ex", "source " + script, "-ex", "golineage-bt"}
 	cmd := exec.CommandContext(ctx, "gdb", append(cmdArgs, args...)...)
+	cmd.Env = append(os.Environ(), "GOLINEAGE="+toolPath) // names frames of stripped binaries
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -242,6 +243,66 @@ func TestStrippedLineage(t *testing.T) {
 			checkLineage(t, "stacks (stripped)", lineageByThread(out), nodes, leaves)
 		})
 	}
+}
+
+// TestGDBStripped: on a core of a stripped binary, where gdb has no
+// symbols, the gdb command names frames and "created by" lines through the
+// pclntab (golineage symbolize) and prints the same lineage, creation
+// stacks included, as golineage stacks --core.
+func TestGDBStripped(t *testing.T) {
+	if _, err := exec.LookPath("gcore"); err != nil {
+		t.Skip("skipping: gcore (gdb) not installed")
+	}
+	exe := fixture(t, "tree", "-ldflags=-s -w")
+	requireABI(t, exe)
+	p := start(t, exe, "GODEBUG=lineagestack=16")
+	nodes, leaves := parseTree(t, p.report)
+	prefix := filepath.Join(t.TempDir(), "core")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	if o, err := exec.CommandContext(ctx, "gcore", "-o", prefix, fmt.Sprint(p.pid())).CombinedOutput(); err != nil {
+		t.Fatalf("gcore: %v\n%s", err, o)
+	}
+	core := fmt.Sprintf("%s.%d", prefix, p.pid())
+	defer os.Remove(core)
+	cout, stderr, code := tool(t, "stacks", "--core", core, exe)
+	if code != 0 {
+		t.Fatalf("stacks --core: exit %d: %s", code, stderr)
+	}
+	gout := runGDB(t, exe, core)
+	fromCore, fromGDB := lineageByThread(cout), lineageByThread(gout)
+	checkLineage(t, "gdb golineage-bt (stripped)", fromGDB, nodes, leaves)
+	if fmt.Sprint(sorted(fromCore)) != fmt.Sprint(sorted(fromGDB)) {
+		t.Errorf("core reader and gdb disagree on a stripped binary:\n%v\n%v", sorted(fromCore), sorted(fromGDB))
+	}
+	// Everything else too: native frames (gdb has no CFI for them, so the
+	// extension walks frame pointers through golineage unwind), creation
+	// stacks and "created by" lines, compared line for line.
+	if !strings.Contains(gout, "\tmain.handler.gowrap1(...)") {
+		t.Errorf("gdb output lacks named creation stacks:\n%s", gout)
+	}
+	if a, b := normStacks(cout), normStacks(gout); a != b {
+		t.Errorf("gdb golineage-bt on a stripped core differs from golineage stacks --core:\n--- stacks --core\n%s\n--- gdb\n%s", a, b)
+	}
+}
+
+// normStacks keeps the thread sections of a golineage stacks or golineage-bt
+// output, without blank lines and thread states (gdb knows none).
+func normStacks(out string) string {
+	var keep []string
+	in := false
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "thread ") {
+			in = true
+			if i := strings.Index(l, " ["); i > 0 && strings.HasSuffix(l, "]:") {
+				l = l[:i] + ":"
+			}
+		}
+		if in && strings.TrimSpace(l) != "" {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // TestLineageDepthBound: with GODEBUG=lineage=2 the chain keeps two

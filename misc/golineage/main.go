@@ -7,6 +7,12 @@
 //	golineage stacks [-native] PID
 //	golineage stacks [-native] --core CORE EXE
 //	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf] PID
+//	golineage symbolize [-bias N] EXE
+//
+// symbolize resolves PCs read from standard input through EXE's pclntab, and
+// unwind walks one thread's frame pointers with memory served over the pipe,
+// for tools without a Go symbolizer or unwinder (the gdb extension uses both
+// on stripped binaries, where gdb has neither symbols nor CFI).
 //
 // It reads the target only through ptrace (threads stopped for a consistent
 // view, then detached) or a core file, symbolizes from the executable's
@@ -28,6 +34,8 @@ const usage = `usage:
 	golineage stacks [-native] PID
 	golineage stacks [-native] --core CORE EXE
 	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf] PID
+	golineage symbolize [-bias N] EXE < "PC [pc|ret|created]" lines
+	golineage unwind [-bias N] EXE   (memory served over stdin/stdout; for the gdb extension)
 `
 
 // interrupted is set by SIGINT/SIGTERM; long-running commands poll it so that
@@ -52,6 +60,10 @@ func main() {
 		err = cmdStacks(os.Args[2:])
 	case "profile":
 		err = cmdProfile(os.Args[2:])
+	case "symbolize":
+		err = runSymbolize(os.Args[2:])
+	case "unwind":
+		err = runUnwind(os.Args[2:])
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
 		return

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -17,14 +19,19 @@ import (
 // stayed stopped per sample is returned too.
 func runBusy(tb testing.TB, d time.Duration, sample bool, collector string) (float64, float64, time.Duration) {
 	exe := fixture(tb, "busy")
-	cmd := exec.Command(exe, "-d", d.String())
+	cmd := exec.Command(exe, "-wait", "-d", d.String())
 	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
+	defer cmd.Process.Kill()
 	buf := make([]byte, 6)
 	if _, err := out.Read(buf); err != nil { // "ready\n": the workers are running
 		tb.Fatal(err)
@@ -33,15 +40,42 @@ func runBusy(tb testing.TB, d time.Duration, sample bool, collector string) (flo
 	var prof *exec.Cmd
 	var stderr strings.Builder
 	if sample {
+		// Generous duration: sampling must cover the whole measured period,
+		// which starts only once the sampler is attached (bpftrace compiles
+		// its program first; that start-up is not what -hz costs).
 		prof = exec.Command(toolPath, "profile", "-native", "-stats", "-collector", collector, "-hz", "99",
-			"-duration", (d + time.Second).String(), "-o", tb.TempDir()+"/p.pb.gz", fmt.Sprint(cmd.Process.Pid))
-		prof.Stderr = &stderr
+			"-duration", (d + 30*time.Second).String(), "-o", tb.TempDir()+"/p.pb.gz", fmt.Sprint(cmd.Process.Pid))
+		pe, err := prof.StderrPipe()
+		if err != nil {
+			tb.Fatal(err)
+		}
 		if err := prof.Start(); err != nil {
 			tb.Fatal(err)
 		}
+		started := make(chan bool, 1)
+		done := make(chan bool)
+		go func() {
+			defer close(done)
+			sc := bufio.NewScanner(pe)
+			for sc.Scan() {
+				stderr.WriteString(sc.Text() + "\n")
+				if strings.Contains(sc.Text(), "sampling started") {
+					started <- true
+				}
+			}
+		}()
+		defer func() { <-done }()
+		select {
+		case <-started:
+		case <-time.After(60 * time.Second):
+			tb.Fatalf("golineage profile did not start sampling:\n%s", stderr.String())
+		}
 	}
+	t0 := procCPU(tb, cmd.Process.Pid)
+	in.Write([]byte("start\n"))
 	rest := make([]byte, 256)
 	n, _ := out.Read(rest)
+	t1 := procCPU(tb, cmd.Process.Pid)
 	cmd.Wait()
 	if prof != nil {
 		prof.Process.Signal(syscall.SIGINT)
@@ -55,8 +89,24 @@ func runBusy(tb testing.TB, d time.Duration, sample bool, collector string) (flo
 		tb.Fatalf("busy printed %q", rest[:n])
 	}
 	u, _ := strconv.ParseFloat(f[1], 64)
-	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	cpu := t1 - t0
+	if cpu <= 0 {
+		cpu = time.Duration(float64(time.Second) * d.Seconds())
+	}
 	return u, u * d.Seconds() / cpu.Seconds(), stop
+}
+
+// procCPU is the CPU time (user+system) pid has used so far.
+func procCPU(tb testing.TB, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
 // BenchmarkSamplingOverhead measures what sampling at 99 Hz costs a busy

@@ -152,6 +152,9 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf 
 		}
 	}()
 	var loopErr error
+	if pf.stats {
+		fmt.Fprintln(os.Stderr, "golineage: sampling started")
+	}
 	tr.Do(func() {
 		next := time.Now()
 		for time.Now().Before(deadline) && !interrupted.Load() {

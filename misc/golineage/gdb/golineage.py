@@ -11,9 +11,16 @@
 # segments), every offset and size is taken from that header, and records are
 # read under their sequence counters. No DWARF type information and no
 # runtime-internal offsets are used; DWARF line tables only name the "created
-# by" functions (as gdb names every frame).
+# by" functions (as gdb names every frame). Where gdb has no symbols (a
+# stripped binary: -ldflags=-s -w), frames and "created by" lines are named
+# through the binary's pclntab by `golineage symbolize` (found through
+# $GOLINEAGE, next to this file in the fork's goroot/bin, or in $PATH), so
+# the output matches golineage stacks.
 
+import os
+import shutil
 import struct
+import subprocess
 
 import gdb
 
@@ -229,11 +236,150 @@ def physical_function(pc):
     return name
 
 
+def _find_tool():
+    env = os.environ.get("GOLINEAGE")
+    if env:
+        return env
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        cand = os.path.join(here, "..", "..", "..", "goroot", "bin", "golineage")
+        if os.access(cand, os.X_OK):
+            return cand
+    except NameError:
+        pass
+    return shutil.which("golineage")
+
+
+def _load_bias(prog):
+    """Load bias of a position-independent executable (0 otherwise)."""
+    try:
+        with open(prog, "rb") as f:
+            h = f.read(64)
+    except OSError:
+        return 0
+    if len(h) < 32 or h[:4] != b"\x7fELF" or struct.unpack_from("<H", h, 16)[0] != 3:
+        return 0
+    entry = struct.unpack_from("<Q", h, 24)[0]
+    out = gdb.execute("info auxv", to_string=True)
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[1] == "AT_ENTRY":
+            return int(f[-1], 16) - entry
+    return 0
+
+
+class Pclntab(object):
+    """Names PCs through the executable's pclntab with `golineage symbolize`,
+    for binaries gdb has no symbols for. Queries are (pc, mode) with mode
+    "pc" (exact), "ret" (return address) or "created" (a gopc); answers are
+    lists of (function, file, line, offset), innermost first."""
+
+    def __init__(self):
+        self.prog = gdb.current_progspace().filename
+        self.tool = _find_tool() if self.prog else None
+        self.bias = _load_bias(self.prog) if self.tool else 0
+        self.cache = {}
+        self.why = None
+
+    def prefetch(self, queries):
+        missing = sorted(set(q for q in queries if q not in self.cache))
+        if not missing:
+            return
+        for q in missing:
+            self.cache[q] = []
+        if not self.tool:
+            return
+        inp = "".join("%#x %s\n" % q for q in missing).encode()
+        try:
+            p = subprocess.run([self.tool, "symbolize", "-bias", "%#x" % self.bias, self.prog],
+                               input=inp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            self.why, self.tool = "golineage symbolize: %s" % e, None
+            return
+        if p.returncode != 0:
+            self.why, self.tool = "golineage symbolize: %s" % p.stderr.decode(errors="replace").strip(), None
+            return
+        for q, line in zip(missing, p.stdout.decode(errors="replace").split("\n")):
+            f = line.split("\t")
+            if len(f) >= 4:
+                self.cache[q] = [(f[i], f[i + 1], int(f[i + 2]), f[i + 3]) for i in range(0, len(f) - 3, 4)]
+
+    def frames(self, pc, mode):
+        if (pc, mode) not in self.cache:
+            self.prefetch([(pc, mode)])
+        return self.cache[(pc, mode)]
+
+
+    def unwind(self, frame):
+        """The frame-pointer walk of golineage stacks from frame's registers,
+        with memory served from the inferior; the printed text, or None."""
+        if not self.tool:
+            return None
+        arch = frame.architecture().name()
+        try:
+            if "aarch64" in arch:
+                regs = [int(frame.read_register(r)) for r in ("pc", "sp", "x29", "x30")]
+            else:
+                regs = [int(frame.read_register(r)) for r in ("pc", "sp", "rbp")] + [0]
+        except (gdb.error, ValueError):
+            return None
+        regs = [r & 0xffffffffffffffff for r in regs]
+        inf = gdb.selected_inferior()
+        try:
+            p = subprocess.Popen([self.tool, "unwind", "-bias", "%#x" % self.bias, self.prog],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 universal_newlines=True)
+        except OSError as e:
+            self.why, self.tool = "golineage unwind: %s" % e, None
+            return None
+        text = []
+        try:
+            p.stdin.write("%#x %#x %#x %#x\n" % tuple(regs))
+            p.stdin.flush()
+            inframes = False
+            for line in p.stdout:
+                if inframes:
+                    if line == "end\n":
+                        break
+                    text.append(line)
+                elif line.startswith("read "):
+                    _, a, n = line.split()
+                    try:
+                        data = inf.read_memory(int(a, 16), int(n)).tobytes().hex()
+                    except gdb.MemoryError:
+                        data = "fault"
+                    p.stdin.write(data + "\n")
+                    p.stdin.flush()
+                elif line == "frames\n":
+                    inframes = True
+            p.stdin.close()
+            err = p.stderr.read()
+        finally:
+            if p.wait() != 0 and not text:
+                self.why = "golineage unwind: %s" % err.strip()
+        return "".join(text).rstrip("\n") if text else None
+
+
+_pclntab = None
+
+
+def pclntab():
+    global _pclntab
+    if _pclntab is None or _pclntab.prog != gdb.current_progspace().filename:
+        _pclntab = Pclntab()
+    return _pclntab
+
+
 def created_by(gopc):
     """'created by F at FILE:LINE' for a go statement's return address."""
     pc = gopc - 1  # a return address: look up the call
-    name = physical_function(pc) or ("?? pc=%#x" % gopc)
+    name = physical_function(pc)
     sal = gdb.find_pc_line(pc)
+    if name is None or sal.symtab is None:
+        fr = pclntab().frames(gopc, "created")
+        if fr:
+            return "created by %s at %s:%d" % fr[0][:3]
+    name = name or ("?? pc=%#x" % gopc)
     if sal.symtab is not None:
         return "created by %s at %s:%d" % (print_name(name), sal.symtab.fullname(), sal.line)
     return "created by %s at ?:0" % print_name(name)
@@ -244,7 +390,14 @@ def frame_lines(indent, pc_list):
     for i, pc in enumerate(pc_list):
         look = pc - 1
         sal = gdb.find_pc_line(look)
-        name = physical_function(look) or ("?? pc=%#x" % pc)
+        name = physical_function(look)
+        if name is None:
+            fr = pclntab().frames(pc, "ret")
+            if fr:
+                for fn, file, line, off in fr:
+                    out.append("%s%s(...)\n%s\t%s:%d%s" % (indent, fn, indent, file, line, " " + off if off else ""))
+                continue
+            name = "?? pc=%#x" % pc
         pos = "%s:%d" % (sal.symtab.fullname(), sal.line) if sal.symtab is not None else "?"
         out.append("%s%s(...)\n%s\t%s" % (indent, print_name(name), indent, pos))
     return out
@@ -287,18 +440,37 @@ the creation stack when the runtime recorded one."""
                 if goid:
                     head += " goroutine %d" % goid
                 print(head + ":")
-                f = gdb.newest_frame()
-                depth = 0
-                while f is not None and depth < 1024 and f.pc() != 0:
-                    sal = f.find_sal()
-                    pos = "%s:%d" % (sal.symtab.fullname(), sal.line) if sal.symtab is not None else "?"
-                    name = f.name() or ("?? pc=%#x" % f.pc())
-                    print("%s(...)\n\t%s" % (print_name(name), pos))
+                newest = gdb.newest_frame()
+                native = None
+                if newest is not None and newest.name() is None:
+                    # No symbols (stripped): gdb's unwinder has no CFI
+                    # either; walk the frame pointers as golineage does.
+                    native = pclntab().unwind(newest)
+                frames = []
+                f = newest if native is None else None
+                while f is not None and len(frames) < 1024 and f.pc() != 0:
+                    frames.append((f.pc(), f.name(), f.find_sal()))
                     try:
                         f = f.older()
                     except gdb.error:
                         break
-                    depth += 1
+                # One golineage symbolize run per thread for what gdb
+                # cannot name.
+                q = [(pc, "ret" if i else "pc") for i, (pc, name, _) in enumerate(frames) if name is None]
+                q += [(gopc, "created") for _, _, gopc, _ in steps]
+                q += [(pc, "ret") for _, _, _, stk in steps for pc in stk]
+                pclntab().prefetch(q)
+                if native is not None:
+                    print(native)
+                for i, (pc, name, sal) in enumerate(frames):
+                    if name is None:
+                        fr = pclntab().frames(pc, "ret" if i else "pc")
+                        if fr:
+                            for fn, file, line, off in fr:
+                                print("%s(...)\n\t%s:%d%s" % (fn, file, line, " " + off if off else ""))
+                            continue
+                    pos = "%s:%d" % (sal.symtab.fullname(), sal.line) if sal.symtab is not None else "?"
+                    print("%s(...)\n\t%s" % (print_name(name or ("?? pc=%#x" % pc)), pos))
                 for goid_, parent, gopc, stk in steps:
                     line = created_by(gopc)
                     print(line + (" in goroutine %d" % parent if parent else ""))
@@ -306,6 +478,9 @@ the creation stack when the runtime recorded one."""
                         print(l)
                 if note:
                     print("(%s)" % note)
+                if pclntab().why:
+                    print("(%s)" % pclntab().why)
+                    pclntab().why = None
                 print("")
         finally:
             if orig is not None:

@@ -123,6 +123,9 @@ func writeFrames(w io.Writer, frames []Loc, indent string) {
 	}
 }
 
+// WriteFrames prints frames as Write prints a thread's native stack.
+func WriteFrames(w io.Writer, frames []Loc) { writeFrames(w, frames, "") }
+
 // Write prints t like a Go traceback, with the stitched lineage below the
 // goroutine's root frame.
 func Write(w io.Writer, bin *gobin.Binary, bias uint64, t Thread) {

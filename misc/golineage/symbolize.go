@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"fpsafe/golineage/internal/gobin"
+	"fpsafe/golineage/internal/stack"
+	"fpsafe/golineage/internal/target"
+)
+
+// cmdSymbolize resolves PCs through EXE's pclntab for tools that have no Go
+// symbolizer of their own (the gdb extension on stripped binaries). Each
+// input line is "PC [pc|ret|created]" (hex or decimal; default pc): an exact
+// PC, a return address, or a go statement's gopc as "created by" prints it.
+// Each output line answers one input line with tab-separated quadruples
+// FUNC, FILE, LINE, OFFSET ("+0x.." for physical frames as golineage stacks
+// prints it, else empty) for the logical frames, innermost first; an empty
+// line if the PC is not in Go code.
+func cmdSymbolize(args []string, in io.Reader, out io.Writer) error {
+	fl := flag.NewFlagSet("symbolize", flag.ContinueOnError)
+	bias := fl.String("bias", "0", "load bias to subtract from every PC (PIE)")
+	if err := fl.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fl.NArg() != 1 {
+		return usageError{"symbolize: need exactly one EXE"}
+	}
+	b0, err := strconv.ParseUint(*bias, 0, 64)
+	if err != nil {
+		return usageError{fmt.Sprintf("symbolize: bad -bias %q", *bias)}
+	}
+	bin, err := gobin.Open(fl.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer bin.Close()
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	sc := bufio.NewScanner(in)
+	for n := 1; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || len(f) > 2 {
+			return fmt.Errorf("symbolize: input line %d: want \"PC [pc|ret|created]\"", n)
+		}
+		pc, err := strconv.ParseUint(f[0], 0, 64)
+		if err != nil {
+			return fmt.Errorf("symbolize: input line %d: bad PC %q", n, f[0])
+		}
+		mode := "pc"
+		if len(f) == 2 {
+			mode = f[1]
+		}
+		var locs []stack.Loc
+		switch mode {
+		case "pc", "ret":
+			locs = stack.Symbolize(bin, b0, []uint64{pc}, mode == "ret")
+		case "created":
+			locs = []stack.Loc{stack.CreatedBy(bin, b0, stack.Ancestor{GoPC: pc})}
+		default:
+			return fmt.Errorf("symbolize: input line %d: unknown mode %q", n, mode)
+		}
+		var fields []string
+		for _, l := range locs {
+			if l.Func != "" {
+				off := ""
+				if !l.Inlined && l.Offset > 0 && mode != "created" {
+					off = fmt.Sprintf("+%#x", l.Offset)
+				}
+				fields = append(fields, gobin.PrintName(l.Func), l.File, strconv.Itoa(l.Line), off)
+			}
+		}
+		fmt.Fprintln(w, strings.Join(fields, "\t"))
+		w.Flush()
+	}
+	return sc.Err()
+}
+
+func runSymbolize(args []string) error { return cmdSymbolize(args, os.Stdin, os.Stdout) }
+
+// cmdUnwind walks one thread's frame-pointer chain the way golineage stacks
+// does, for a tool that owns the target (the gdb extension, on stripped
+// binaries where gdb's own unwinder has no CFI to go by) and serves its
+// memory. Input line 1: "PC SP FP LR" (hex). Then the command asks for memory
+// with "read ADDR LEN" lines, each answered by one line of hex bytes or
+// "fault". At the end it prints "frames", the stack as golineage stacks
+// prints it, and "end".
+func cmdUnwind(args []string, in io.Reader, out io.Writer) error {
+	fl := flag.NewFlagSet("unwind", flag.ContinueOnError)
+	bias := fl.String("bias", "0", "load bias of the executable (PIE)")
+	if err := fl.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fl.NArg() != 1 {
+		return usageError{"unwind: need exactly one EXE"}
+	}
+	b0, err := strconv.ParseUint(*bias, 0, 64)
+	if err != nil {
+		return usageError{fmt.Sprintf("unwind: bad -bias %q", *bias)}
+	}
+	bin, err := gobin.Open(fl.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer bin.Close()
+	r := bufio.NewReader(in)
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("unwind: no registers on input")
+	}
+	var regs [4]uint64
+	f := strings.Fields(line)
+	if len(f) != 4 {
+		return fmt.Errorf("unwind: want \"PC SP FP LR\", got %q", strings.TrimSpace(line))
+	}
+	for i := range f {
+		if regs[i], err = strconv.ParseUint(f[i], 0, 64); err != nil {
+			return fmt.Errorf("unwind: bad register value %q", f[i])
+		}
+	}
+	mem := &servedMem{r: r, w: w, cache: map[uint64][]byte{}}
+	walk := stack.Unwind(mem, bin, b0, target.Regs{PC: regs[0], SP: regs[1], FP: regs[2], LR: regs[3]})
+	if mem.err != nil {
+		return mem.err
+	}
+	fmt.Fprintln(w, "frames")
+	stack.WriteFrames(w, stack.SymbolizeWalk(bin, b0, walk))
+	if walk.Stop != "" {
+		fmt.Fprintf(w, "...stack walk ended: %s\n", walk.Stop)
+	}
+	fmt.Fprintln(w, "end")
+	return nil
+}
+
+// servedMem reads target memory by asking the tool at the other end of the
+// pipe, a page at a time.
+type servedMem struct {
+	r     *bufio.Reader
+	w     *bufio.Writer
+	cache map[uint64][]byte // page address -> contents (nil: fault)
+	err   error
+	reads int
+}
+
+const servedPage = 4096
+
+func (m *servedMem) page(a uint64) []byte {
+	if p, ok := m.cache[a]; ok {
+		return p
+	}
+	if m.err != nil || m.reads >= 4096 {
+		return nil
+	}
+	m.reads++
+	fmt.Fprintf(m.w, "read %#x %d\n", a, servedPage)
+	m.w.Flush()
+	line, err := m.r.ReadString('\n')
+	if err != nil {
+		m.err = fmt.Errorf("unwind: memory server went away: %v", err)
+		return nil
+	}
+	line = strings.TrimSpace(line)
+	var p []byte
+	if line != "fault" {
+		p, err = hex.DecodeString(line)
+		if err != nil || len(p) != servedPage {
+			m.err = fmt.Errorf("unwind: bad memory reply for %#x", a)
+			return nil
+		}
+	}
+	m.cache[a] = p
+	return p
+}
+
+func (m *servedMem) ReadAt(p []byte, addr uint64) error {
+	for done := 0; done < len(p); {
+		a := addr + uint64(done)
+		pg := m.page(a &^ (servedPage - 1))
+		if pg == nil {
+			return &target.FaultError{Addr: addr, Len: len(p), Err: errors.New("not readable in the target")}
+		}
+		done += copy(p[done:], pg[a&(servedPage-1):])
+	}
+	return nil
+}
+
+func runUnwind(args []string) error { return cmdUnwind(args, os.Stdin, os.Stdout) }
