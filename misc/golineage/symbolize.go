@@ -16,6 +16,27 @@ import (
 	"fpsafe/golineage/internal/target"
 )
 
+// exeArgs parses "[-bias N] EXE" for the helper commands and opens EXE.
+func exeArgs(cmd string, args []string) (*gobin.Binary, uint64, error) {
+	fl := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	bias := fl.String("bias", "0", "load bias of the executable (PIE), subtracted from every PC")
+	if err := fl.Parse(args); err != nil {
+		return nil, 0, usageError{err.Error()}
+	}
+	if fl.NArg() != 1 {
+		return nil, 0, usageError{cmd + ": need exactly one EXE"}
+	}
+	b, err := strconv.ParseUint(*bias, 0, 64)
+	if err != nil {
+		return nil, 0, usageError{fmt.Sprintf("%s: bad -bias %q", cmd, *bias)}
+	}
+	bin, err := gobin.Open(fl.Arg(0))
+	if err != nil {
+		return nil, 0, err
+	}
+	return bin, b, nil
+}
+
 // cmdSymbolize resolves PCs through EXE's pclntab for tools that have no Go
 // symbolizer of their own (the gdb extension on stripped binaries). Each
 // input line is "PC [pc|ret|created]" (hex or decimal; default pc): an exact
@@ -25,19 +46,7 @@ import (
 // prints it, else empty) for the logical frames, innermost first; an empty
 // line if the PC is not in Go code.
 func cmdSymbolize(args []string, in io.Reader, out io.Writer) error {
-	fl := flag.NewFlagSet("symbolize", flag.ContinueOnError)
-	bias := fl.String("bias", "0", "load bias to subtract from every PC (PIE)")
-	if err := fl.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if fl.NArg() != 1 {
-		return usageError{"symbolize: need exactly one EXE"}
-	}
-	b0, err := strconv.ParseUint(*bias, 0, 64)
-	if err != nil {
-		return usageError{fmt.Sprintf("symbolize: bad -bias %q", *bias)}
-	}
-	bin, err := gobin.Open(fl.Arg(0))
+	bin, b0, err := exeArgs("symbolize", args)
 	if err != nil {
 		return err
 	}
@@ -93,19 +102,7 @@ func runSymbolize(args []string) error { return cmdSymbolize(args, os.Stdin, os.
 // "fault". At the end it prints "frames", the stack as golineage stacks
 // prints it, and "end".
 func cmdUnwind(args []string, in io.Reader, out io.Writer) error {
-	fl := flag.NewFlagSet("unwind", flag.ContinueOnError)
-	bias := fl.String("bias", "0", "load bias of the executable (PIE)")
-	if err := fl.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if fl.NArg() != 1 {
-		return usageError{"unwind: need exactly one EXE"}
-	}
-	b0, err := strconv.ParseUint(*bias, 0, 64)
-	if err != nil {
-		return usageError{fmt.Sprintf("unwind: bad -bias %q", *bias)}
-	}
-	bin, err := gobin.Open(fl.Arg(0))
+	bin, b0, err := exeArgs("unwind", args)
 	if err != nil {
 		return err
 	}

@@ -350,8 +350,8 @@ func lineageExtraG(gp *g) {
 // lineageNewg writes newg's record: called by newproc1 on the system stack
 // after newg has its goid and before it can run. It is on the path of every
 // go statement, so the common case (a reused g, a parent with a record, no
-// creation stacks) stays straight-line code: no call but the two
-// publication barriers, the ancestors copied word by word.
+// creation stacks) makes no call and no locked instruction on amd64 (see
+// lineageSeqBegin), and copies the ancestors as one contiguous block.
 //
 //go:nosplit
 func lineageNewg(newg, callergp *g, callerpc uintptr) {
