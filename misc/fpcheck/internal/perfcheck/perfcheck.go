@@ -183,13 +183,17 @@ func isKernel(f Frame) bool {
 
 // Result is the outcome over all samples.
 type Result struct {
-	Samples    int
-	Kinds      map[Kind]int
-	Roots      map[string]int
-	Examples   map[Kind][]string
-	AnyBadLike int      // samples with an unsymbolizable frame or a loop anywhere, C leaves included
-	LibBadLike int      // those of them whose leaf is in a non-Go shared library (libc, ld.so)
-	BadLike    []string // examples of those whose leaf is in the program
+	Samples  int
+	Kinds    map[Kind]int
+	Roots    map[string]int
+	Examples map[Kind][]string
+	// Samples with an unsymbolizable frame or a loop anywhere, C leaves
+	// included, split by whose frame pointer the walk started from: Go's
+	// (GoBadLike, also counted as violations), C code of the program (its
+	// cgo C, or a frameless Go leaf called from it, such as
+	// _cgo_topofstack), or a non-Go shared library (libc, ld.so).
+	AnyBadLike, GoBadLike, CBadLike, LibBadLike int
+	BadLike                                     []string // examples of the first two
 }
 
 // Checker symbolizes frames.
@@ -212,9 +216,16 @@ func (c *Checker) Check(samples []Sample) *Result {
 		r.Kinds[k]++
 		if badLike {
 			r.AnyBadLike++
-			if c.leafInLibrary(&samples[i]) {
+			lib := k == CLeaf && c.leafInLibrary(&samples[i])
+			switch {
+			case lib:
 				r.LibBadLike++
-			} else if len(r.BadLike) < 5 {
+			case k == CLeaf:
+				r.CBadLike++
+			default:
+				r.GoBadLike++
+			}
+			if !lib && len(r.BadLike) < 5 {
 				r.BadLike = append(r.BadLike, c.describe(&samples[i]))
 			}
 		}
@@ -333,8 +344,9 @@ func (r *Result) Write(w io.Writer) {
 		fmt.Fprintf(w, "  %-40s %8d%s\n", k, r.Kinds[k], mark)
 	}
 	fmt.Fprintf(w, "  user-space samples with an unsymbolizable or looping frame anywhere (C leaves included): %d of %d\n", r.AnyBadLike, r.Samples-r.Kinds[KernelOnly])
-	fmt.Fprintf(w, "    leaf in the program (Go or its cgo C): %d\n", r.AnyBadLike-r.LibBadLike)
-	fmt.Fprintf(w, "    leaf in a non-Go shared library (libc, ld.so; its frame pointer is not ours): %d\n", r.LibBadLike)
+	fmt.Fprintf(w, "    walk from Go's frame pointer: %d\n", r.GoBadLike)
+	fmt.Fprintf(w, "    walk from C's frame pointer in the program (cgo C built without frame pointers, or a frameless Go leaf it called): %d\n", r.CBadLike)
+	fmt.Fprintf(w, "    walk from C's frame pointer in a non-Go shared library (libc, ld.so): %d\n", r.LibBadLike)
 	var roots []string
 	for k := range r.Roots {
 		roots = append(roots, k)
@@ -356,10 +368,6 @@ func (r *Result) Write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "fpcheck perf: %d violations\n", r.Violations())
 }
-
-// ProgramBadLike counts samples with an unsymbolizable or looping frame
-// whose leaf is in the program itself.
-func (r *Result) ProgramBadLike() int { return r.AnyBadLike - r.LibBadLike }
 
 // leafInLibrary reports whether s's first user-space frame is in a shared
 // library that is not a Go binary: built without frame pointers (Debian's
