@@ -277,7 +277,9 @@ func lineageNewRegion(mp *m) {
 func lineageActivate(mp *m, state uint32) {
 	r := mp.lineage
 	s := r.seq
-	lineageSeqBegin(&r.seq, s)
+	// Rare, so a full atomic: lineageSeqBegin's plain store on amd64 relies
+	// on a load following it, which these region writes lack.
+	atomic.Xadd64(&r.seq, 1)
 	r.tid = mp.procid
 	r.mid = uint64(mp.id)
 	r.state = state
@@ -286,7 +288,7 @@ func lineageActivate(mp *m, state uint32) {
 		cur = uint64(uintptr(unsafe.Pointer(mp.curg.lineage)))
 	}
 	r.cur = cur
-	lineageSeqEnd(&r.seq, s+2)
+	lineageStoreSeq(&r.seq, s+2)
 }
 
 // lineageStart activates the region of a Go-created M (mstart1).
@@ -302,11 +304,13 @@ func lineageStart(mp *m) {
 func lineageRetire(mp *m) {
 	r := mp.lineage
 	s := r.seq
-	lineageSeqBegin(&r.seq, s)
+	// Rare, so a full atomic: lineageSeqBegin's plain store on amd64 relies
+	// on a load following it, which these region writes lack.
+	atomic.Xadd64(&r.seq, 1)
 	r.cur = 0
 	r.tid = 0
 	r.state = lineageFree
-	lineageSeqEnd(&r.seq, s+2)
+	lineageStoreSeq(&r.seq, s+2)
 }
 
 // lineageExit retires mp's region and makes it available to a future M.
