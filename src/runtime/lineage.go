@@ -55,6 +55,11 @@ const (
 	lineageGo    = 1
 	lineageExtra = 2
 
+	// lineageMode values
+	lineageModeOff     = 0
+	lineageModeRecords = 1
+	lineageModeStacks  = 2
+
 	// record flags
 	lineageAncTruncated   = 1 << 0
 	lineageStackTruncated = 1 << 1
@@ -122,13 +127,22 @@ type lineageRecord struct {
 	_          sys.NotInHeap
 	seq        uint64
 	parentGoid uint64
-	nanc       uint32
-	nstk       uint32
-	flags      uint32
-	depth      uint32
-	goid       uint64
-	startpc    uint64
-	gopc       uint64
+	lineageCounts
+	// child is what lineageCounts are for every child of this goroutine,
+	// worked out at its first go statement (child.nanc is 0 before): most
+	// goroutines create none, and one that creates many copies it per
+	// child in two moves. Private to the runtime: not in the offset table.
+	child   lineageCounts
+	goid    uint64
+	startpc uint64
+	gopc    uint64
+}
+
+type lineageCounts struct {
+	nanc  uint32
+	nstk  uint32
+	flags uint32
+	depth uint32
 }
 
 var lineageABI = lineageHeader{
@@ -168,6 +182,8 @@ var lineageABI = lineageHeader{
 var (
 	lineageLock     mutex
 	lineageFreeList *lineageRegion
+	lineageMode     uint32 // lineageModeOff, Records or Stacks, fixed at startup
+	lineageNoStacks bool   // lineageMode != lineageModeStacks
 	lineageDepth    uint32 // copy of GODEBUG lineage, fixed at startup
 	lineageStack    uint32 // copy of GODEBUG lineagestack, fixed at startup
 	lineageRecSize  uintptr
@@ -201,10 +217,13 @@ func lineageinit() {
 	flags := uint32(lineageReady)
 	if d > 0 {
 		flags |= lineageRecords
+		lineageMode = lineageModeRecords
 	}
 	if s > 0 {
 		flags |= lineageStacks
+		lineageMode = lineageModeStacks
 	}
+	lineageNoStacks = lineageMode != lineageModeStacks
 	if off, ok := lineageTLSGOffset(); ok {
 		h.tlsGOffset = int64(off)
 		flags |= lineageTLSG
@@ -352,79 +371,119 @@ func lineageExtraG(gp *g) {
 }
 
 // lineageNewg writes newg's record: called by newproc1 on the system stack
-// after newg has its goid and before it can run. It is on the path of every
-// go statement, so the common case (a reused g, a parent with a record, no
-// creation stacks) makes no call and no locked instruction on amd64 (see
-// lineageSeqBegin), and copies the ancestors as one contiguous block.
+// after newg has its goid and before it can run, followed by lineageNewgSlow
+// if it returns false. It is on the path of every go statement, so it is a
+// leaf without a frame that handles the common case (lineage on without
+// creation stacks, a reused g, a creator with a record) with no call and no
+// locked instruction on amd64 (see lineageSeqBegin). The ancestors are one
+// contiguous block, the parent's own entry and its first ancestors, copied
+// two entries (three 16-byte moves) at a time.
 //
 //go:nosplit
-func lineageNewg(newg, callergp *g, callerpc uintptr) {
-	if lineageDepth == 0 {
-		return
+func lineageNewg(newg, callergp *g, callerpc uintptr) bool {
+	if lineageMode == lineageModeOff {
+		return true
 	}
 	r := newg.lineage
 	if r == nil {
-		r = lineageNewRecord(newg)
+		return false
+	}
+	p := callergp.lineage
+	if p == nil {
+		return false
+	}
+	if p.child.nanc == 0 {
+		// Only goroutines have records, so nanc >= 1 here.
+		depth := p.depth + 1
+		if depth == 0 {
+			depth-- // saturate
+		}
+		c := lineageCounts{
+			nanc:  min(p.nanc+1, lineageDepth),
+			flags: p.flags & lineageParentUnknown,
+			depth: depth,
+		}
+		if c.depth > c.nanc {
+			c.flags |= lineageAncTruncated
+		}
+		p.child = c
 	}
 	s := r.seq
 	lineageSeqBegin(&r.seq, s)
 	r.goid = newg.goid
 	r.startpc = uint64(newg.startpc)
 	r.gopc = uint64(callerpc)
-	pgoid := callergp.goid
-	r.parentGoid = pgoid
-	var nanc, flags, depth uint32
-	if p := callergp.lineage; p != nil {
-		// Only goroutines have records, so pgoid != 0. The parent's
-		// self entry and its first ancestors are one contiguous block:
-		// copy it two entries (three 16-byte moves) at a time, with no
-		// call and no bounds checks.
-		nanc = min(p.nanc+1, lineageDepth)
-		d := unsafe.Pointer(r.ancs())
-		src := unsafe.Pointer(&p.goid)
-		for i := nanc / 2; i > 0; i-- {
-			// (A 48-byte array copy would call memmove.)
-			*(*[2]uint64)(d) = *(*[2]uint64)(src)
-			*(*[2]uint64)(add(d, 16)) = *(*[2]uint64)(add(src, 16))
-			*(*[2]uint64)(add(d, 32)) = *(*[2]uint64)(add(src, 32))
-			d = add(d, 2*unsafe.Sizeof(lineageAnc{}))
-			src = add(src, 2*unsafe.Sizeof(lineageAnc{}))
-		}
-		if nanc&1 != 0 {
-			*(*lineageAnc)(d) = *(*lineageAnc)(src)
-		}
-		depth = p.depth + 1
-		if depth == 0 {
-			depth-- // saturate
-		}
-		flags = p.flags & lineageParentUnknown
-		if depth > nanc {
-			flags |= lineageAncTruncated
-		}
-	} else if pgoid != 0 {
-		// A creator without a record (an extra M's goroutine before
-		// lineageExtraG, or lineage records started after it): its
-		// own entry is all that is known.
-		r.ancs()[0] = lineageAnc{goid: pgoid, startpc: uint64(callergp.startpc), gopc: uint64(callergp.gopc)}
-		nanc, depth, flags = 1, 1, lineageParentUnknown
+	r.parentGoid = callergp.goid
+	// (16-byte moves: a struct copy would move 8 bytes at a time.)
+	*(*[2]uint64)(unsafe.Pointer(&r.lineageCounts)) = *(*[2]uint64)(unsafe.Pointer(&p.child))
+	r.child.nanc = 0
+	nanc := r.nanc
+	// unsafe.Add rather than add, whose inline marks would cost an
+	// instruction each.
+	d := unsafe.Add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{}))
+	src := unsafe.Pointer(&p.goid)
+	const pair = 2 * unsafe.Sizeof(lineageAnc{})
+	end := unsafe.Add(d, uintptr(nanc/2)*pair)
+	for d != end {
+		// (A 48-byte array copy would call memmove.)
+		*(*[2]uint64)(d) = *(*[2]uint64)(src)
+		*(*[2]uint64)(unsafe.Add(d, 16)) = *(*[2]uint64)(unsafe.Add(src, 16))
+		*(*[2]uint64)(unsafe.Add(d, 32)) = *(*[2]uint64)(unsafe.Add(src, 32))
+		d = unsafe.Add(d, pair)
+		src = unsafe.Add(src, pair)
 	}
-	var nstk uint32
-	// A creator with goid 0 runs on a system stack whose outermost frame
-	// pointer the OS set, possibly to garbage: record no stack for it.
-	if lineageStack > 0 && pgoid != 0 {
-		nstk, flags = lineageNewgStack(r, callergp, callerpc, flags)
+	if nanc&1 != 0 {
+		*(*[2]uint64)(d) = *(*[2]uint64)(src)
+		*(*uint64)(unsafe.Add(d, 16)) = *(*uint64)(unsafe.Add(src, 16))
 	}
-	r.nanc, r.nstk, r.flags, r.depth = nanc, nstk, flags, depth
 	lineageSeqEnd(&r.seq, s+2)
+	return lineageNoStacks
 }
 
-// lineageNewRecord gives newg, a g struct new to lineage, its record.
+// lineageNewgSlow finishes what lineageNewg left undone: the first record of
+// a g struct, the record of a goroutine whose creator has none, and the
+// creation stack.
 //
 //go:noinline
-func lineageNewRecord(newg *g) *lineageRecord {
-	r := lineageAllocRecord()
-	newg.lineage = r
-	return r
+func lineageNewgSlow(newg, callergp *g, callerpc uintptr) {
+	r, p := newg.lineage, callergp.lineage
+	if r == nil {
+		r = lineageAllocRecord()
+		newg.lineage = r
+		if p != nil {
+			lineageNewg(newg, callergp, callerpc)
+		}
+	}
+	pgoid := callergp.goid
+	if p == nil {
+		// A creator without a record (a system goroutine's g0, an
+		// extra M's goroutine before lineageExtraG): if it is a
+		// goroutine, its own entry is all that is known.
+		s := r.seq
+		lineageSeqBegin(&r.seq, s)
+		r.goid = newg.goid
+		r.startpc = uint64(newg.startpc)
+		r.gopc = uint64(callerpc)
+		r.parentGoid = pgoid
+		var nanc, depth, flags uint32
+		if pgoid != 0 {
+			r.ancs()[0] = lineageAnc{goid: pgoid, startpc: uint64(callergp.startpc), gopc: uint64(callergp.gopc)}
+			nanc, depth, flags = 1, 1, lineageParentUnknown
+		}
+		r.lineageCounts = lineageCounts{nanc: nanc, flags: flags, depth: depth}
+		r.child.nanc = 0
+		lineageSeqEnd(&r.seq, s+2)
+	}
+	// A creator with goid 0 runs on a system stack whose outermost frame
+	// pointer the OS set, possibly to garbage: record no stack for it.
+	if lineageStack == 0 || pgoid == 0 {
+		return
+	}
+	// The stack goes in as a second update of the complete record.
+	s := r.seq
+	lineageSeqBegin(&r.seq, s)
+	r.nstk, r.flags = lineageNewgStack(r, callergp, callerpc, r.flags)
+	lineageSeqEnd(&r.seq, s+2)
 }
 
 // lineageNewgStack records the creation stack in r: the frames from the go

@@ -239,11 +239,11 @@ func TestLineageHeader(t *testing.T) {
 		"rSeq":        {h.rSeq, 0}, "rTid": {h.rTid, 8}, "rCur": {h.rCur, 16}, "rNext": {h.rNext, 24},
 		"rMid": {peek32(h.addr + 88), 32}, "rState": {h.rState, 40},
 		"cSeq": {h.cSeq, 0}, "cParent": {h.cParent, 8}, "cNanc": {h.cNanc, 16}, "cNstk": {h.cNstk, 20},
-		"cFlags": {h.cFlags, 24}, "cDepth": {h.cDepth, 28}, "cGoid": {h.cGoid, 32}, "cStart": {h.cStart, 40},
-		"cGopc": {h.cGopc, 48}, "cAnc": {h.cAnc, 56}, "aSize": {h.aSize, 24},
+		"cFlags": {h.cFlags, 24}, "cDepth": {h.cDepth, 28}, "cGoid": {h.cGoid, 48}, "cStart": {h.cStart, 56},
+		"cGopc": {h.cGopc, 64}, "cAnc": {h.cAnc, 72}, "aSize": {h.aSize, 24},
 		"aGoid": {h.aGoid, 0}, "aStart": {h.aStart, 8}, "aGopc": {h.aGopc, 16},
-		"cStack":     {h.cStack, 56 + 24*h.maxDepth},
-		"recordSize": {h.recordSize, 56 + 24*h.maxDepth + 8*h.maxStack},
+		"cStack":     {h.cStack, 72 + 24*h.maxDepth},
+		"recordSize": {h.recordSize, 72 + 24*h.maxDepth + 8*h.maxStack},
 		"ptr_size":   {peek32(h.addr + 24), uint32(unsafe.Sizeof(uintptr(0)))},
 	}
 	for k, v := range want {
@@ -523,6 +523,133 @@ func TestLineageTruncation(t *testing.T) {
 		if want := goids[len(goids)-1-i]; e.goid != want {
 			t.Errorf("chain[%d].goid = %d, want %d", i, e.goid, want)
 		}
+	}
+}
+
+// A g struct whose previous goroutine created children is reused by a
+// goroutine of another depth: the children of the new one must get its
+// depth, flags and ancestors, not what the old one handed its children.
+func TestLineageReusedParent(t *testing.T) {
+	h := needLineage(t)
+	n := int(h.maxDepth) + 2 // deep enough to be truncated
+	old := make(map[uintptr]bool)
+	done := make(chan struct{})
+	var spawn func(level int)
+	spawn = func(level int) {
+		runtime.LockOSThread()
+		reg, _, err := h.selfErr()
+		runtime.UnlockOSThread()
+		if err != nil {
+			t.Error(err)
+		}
+		old[uintptr(reg.cur)] = true
+		if level == n {
+			close(done)
+			return
+		}
+		child := make(chan struct{})
+		go func() { close(child) }()
+		<-child
+		go spawn(level + 1)
+	}
+	go spawn(1)
+	<-done
+	type result struct {
+		y, z linRec
+		err  error
+	}
+	reused := 0
+	for i := 0; i < 100000 && reused < 3; i++ {
+		res := make(chan result, 1)
+		go func() {
+			runtime.LockOSThread()
+			_, y, err := h.selfErr()
+			runtime.UnlockOSThread()
+			if err != nil || !old[y.addr] {
+				res <- result{y: y, err: err}
+				return
+			}
+			go func() {
+				runtime.LockOSThread()
+				_, z, err := h.selfErr()
+				runtime.UnlockOSThread()
+				res <- result{y: y, z: z, err: err}
+			}()
+		}()
+		r := <-res
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.z.addr == 0 {
+			continue
+		}
+		reused++
+		y, z := r.y, r.z
+		if z.depth != y.depth+1 {
+			t.Errorf("child of a goroutine at depth %d on a reused g has depth %d", y.depth, z.depth)
+		}
+		want := y.chain
+		if len(want) > int(h.maxDepth) {
+			want = want[:h.maxDepth]
+		}
+		if !reflect.DeepEqual(z.chain[1:], want) {
+			t.Errorf("child's ancestors %v, want %v", z.chain[1:], want)
+		}
+		if trunc := z.depth > uint32(len(z.chain)-1); (z.flags&1 != 0) != trunc {
+			t.Errorf("flags %#x with depth %d and %d ancestors", z.flags, z.depth, len(z.chain)-1)
+		}
+		if z.parent != y.chain[0].goid {
+			t.Errorf("parent_goid %d, want %d", z.parent, y.chain[0].goid)
+		}
+	}
+	if reused == 0 {
+		t.Fatalf("no g struct of the deep chain was reused")
+	}
+}
+
+// On amd64 the record's sequence counter is set odd and then even with plain
+// stores (lineageSeqBegin), which only the loads between them keep the
+// compiler from merging. If it ever merged them, readers would accept torn
+// records: require both stores in the compiled lineageNewg.
+func TestLineageSeqStores(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("plain sequence stores are amd64 only")
+	}
+	testenv.MustHaveGoBuild(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	out, err := testenv.Command(t, testenv.GoToolPath(t), "tool", "objdump", "-s", `^runtime\.lineageNewg$`, exe).CombinedOutput()
+	if err != nil {
+		t.Fatalf("objdump: %v\n%s", err, out)
+	}
+	// The record pointer is the base register of the first load from
+	// offset 0 (s := r.seq); count the stores to offset 0 of that register.
+	var base string
+	stores := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[3] != "MOVQ" {
+			continue
+		}
+		src, dst, ok := strings.Cut(strings.Join(f[4:], " "), ", ")
+		if !ok {
+			continue
+		}
+		if base == "" && strings.HasPrefix(src, "0(") {
+			base = src
+			continue
+		}
+		if base != "" && dst == base {
+			stores++
+		}
+	}
+	if base == "" {
+		t.Fatalf("no load of the sequence counter in lineageNewg:\n%s", out)
+	}
+	if stores != 2 {
+		t.Errorf("lineageNewg stores %d times to %s (the sequence counter), want 2 (odd, then even):\n%s", stores, base, out)
 	}
 }
 
