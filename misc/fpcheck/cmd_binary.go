@@ -33,11 +33,7 @@ func cmdBinary(args []string) int {
 			"the old one. Exit 0 clean, 1 violations, 2 bad input.\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
+	if !parseArgs(fs, args) {
 		return exitUsage
 	}
 	rc := exitClean

@@ -26,11 +26,7 @@ func cmdPerf(args []string) int {
 			"Exit 0 clean, 1 violations, 2 usage error, perf unusable, or the program failed.\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
+	if !parseArgs(fs, args) {
 		return exitUsage
 	}
 	path, err := exec.LookPath(fs.Arg(0))

@@ -122,11 +122,7 @@ func cmdRun(args []string) int {
 			"Exit 0 no mismatch, 1 mismatches, 2 usage error, crash, timeout or no report.\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
+	if !parseArgs(fs, args) {
 		return exitUsage
 	}
 	path, err := exec.LookPath(fs.Arg(0))

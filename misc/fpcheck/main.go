@@ -150,11 +150,7 @@ func analyze(args []string) int {
 		fmt.Fprintf(fs.Output(), "\nExit status: 0 clean, 1 findings, 2 usage or input error.\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
+	if !parseArgs(fs, args) {
 		return exitUsage
 	}
 	cfg := &packages.Config{Mode: packages.LoadSyntax, Tests: *tests}
@@ -190,4 +186,17 @@ func analyze(args []string) int {
 		return exitFindings
 	}
 	return exitClean
+}
+
+// parseArgs parses a command's flags and requires at least one argument,
+// printing the usage otherwise.
+func parseArgs(fs *flag.FlagSet, args []string) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return false
+	}
+	return true
 }
