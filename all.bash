@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # all.bash builds the fork and tests it: make.bash, the patch series round trip, upstream's
 # tests of the packages the fork changes, the project's own Go modules (misc/, benchmarks/),
-# the arm64 runtime tests under qemu-user, and one quick benchmark round. It ends with a
+# the arm64 runtime tests under qemu-user, one quick benchmark round and one callgrind count
+# of goroutine creation. It ends with a
 # one-screen summary whose last line is "N passed, N failed" (counted per test package, and
 # per step for steps that are not go test runs).
 #
-# Usage: ./all.bash [STEP...]   (default: every step; steps: make check upstream own stress arm64 bench)
+# Usage: ./all.bash [STEP...]   (default: every step; steps: make check upstream own stress arm64 bench callgrind)
 set -uo pipefail
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$TOP"
@@ -17,7 +18,7 @@ export PATH=$TOP/goroot/bin:$PATH GOTOOLCHAIN=local
 unset GOROOT GOEXPERIMENT GOOS GOARCH
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(make check upstream own stress arm64 bench)
+[ ${#steps[@]} -gt 0 ] || steps=(make check upstream own stress arm64 bench callgrind)
 want() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 passed=0 failed=0
@@ -74,6 +75,13 @@ want own && run own own_modules
 want stress && run stress bash misc/fpcheck/stress.bash "$TOP/goroot" 10s
 if want arm64 && [ -f misc/arm64test/run.bash ]; then run arm64 bash misc/arm64test/run.bash "$TOP/goroot"; fi
 if want bench && [ -f benchmarks/run.bash ]; then run bench bash benchmarks/run.bash -quick; fi
+if want callgrind; then
+	if command -v valgrind >/dev/null; then
+		run callgrind bash benchmarks/callgrind.bash -n 1 upstream fork
+	else
+		echo "##### callgrind: skipped: valgrind is not installed"
+	fi
+fi
 
 echo
 echo "##### all.bash summary ($("$GO" version 2>/dev/null || echo "no toolchain"))"

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Instructions per op of a benchmarks/sched benchmark, upstream go1.27.3
+# against the fork, counted by valgrind's callgrind: wall clock on a small
+# shared VM cannot resolve a few percent, instruction counts can. See
+# doc/lineage-abi.md section 12. Examples:
+#   benchmarks/callgrind.bash                         # CreateGoroutine/depth=20, 15 runs each
+#   benchmarks/callgrind.bash -n 9 -bench CreateGoroutineChain
+#   benchmarks/callgrind.bash fork:lineage=0 fork:lineagestack=32 upstream:tracebackancestors=8
+# Each variant is TOOLCHAIN[:GODEBUG]; the default is "upstream fork".
+# Per op = (Ir at 51000 ops - Ir at 1000 ops) / 50000, GOGC=off,
+# GODEBUG=asyncpreemptoff=1 (callgrind mishandles preemption signals),
+# -test.cpu=1. Prints each variant's per-op counts, sorted: runs fall in two
+# modes about 80 instructions apart for every toolchain, so compare modes.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+runs=15
+bench='CreateGoroutine/depth=20'
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) runs=$2; shift 2 ;;
+	-bench) bench=$2; shift 2 ;;
+	-h|-help|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "callgrind.bash: unknown flag $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=(upstream fork)
+for v in "${variants[@]}"; do
+	case ${v%%:*} in upstream|fork) ;; *) echo "callgrind.bash: variant $v: toolchain must be upstream or fork" >&2; exit 2 ;; esac
+done
+
+command -v valgrind >/dev/null || { echo "callgrind.bash: valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
+fork=$top/goroot/bin/go
+[ -x "$fork" ] || { echo "callgrind.bash: no fork toolchain at $fork (run ./make.bash)" >&2; exit 2; }
+upstream=$("$top/fork" upstream)/bin/go
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$top/benchmarks" && GOTOOLCHAIN=local "$upstream" test -c -o "$tmp/upstream.test" ./sched &&
+	GOTOOLCHAIN=local "$fork" test -c -o "$tmp/fork.test" ./sched)
+
+# ir BIN GODEBUG N prints the instructions callgrind counted for N ops.
+ir() {
+	GOGC=off GODEBUG=asyncpreemptoff=1${2:+,$2} valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+		"$1" -test.run '^$' -test.bench "$bench" -test.benchtime="$3x" -test.cpu=1 2>&1 |
+		awk '/Collected/ {print $4; found=1} END {exit !found}'
+}
+
+echo "$bench, instructions per op, $runs runs each"
+for v in "${variants[@]}"; do
+	tc=${v%%:*} setting=
+	[ "$tc" != "$v" ] && setting=${v#*:}
+	counts=()
+	for _ in $(seq "$runs"); do
+		a=$(ir "$tmp/$tc.test" "$setting" 51000) && b=$(ir "$tmp/$tc.test" "$setting" 1000) ||
+			{ echo "callgrind.bash: $v: the benchmark failed under valgrind" >&2; exit 1; }
+		counts+=($(( (a - b) / 50000 )))
+	done
+	printf '%-36s %s\n' "$v" "$(printf '%s\n' "${counts[@]}" | sort -n | tr '\n' ' ')"
+done
