@@ -393,7 +393,8 @@ func lineageNewg(newg, callergp *g, callerpc uintptr) bool {
 		return false
 	}
 	if p.child.nanc == 0 {
-		// Only goroutines have records, so nanc >= 1 here.
+		// Every child has its creator as anc[0], so worked-out
+		// counts never have nanc 0.
 		depth := p.depth + 1
 		if depth == 0 {
 			depth-- // saturate
