@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # all.bash builds the fork and tests it: make.bash, the patch series round trip, upstream's
 # tests of the packages the fork changes, the project's own Go modules (misc/, benchmarks/),
-# the arm64 runtime tests under qemu-user, one quick benchmark round and one callgrind count
-# of goroutine creation. It ends with a
-# one-screen summary whose last line is "N passed, N failed" (counted per test package, and
-# per step for steps that are not go test runs).
+# the arm64 runtime tests under qemu-user, one quick benchmark round and one callgrind count of
+# goroutine creation. It ends with a one-screen summary whose last line is "N passed, N failed"
+# (counted per test package, and per step for steps that are not go test runs).
 #
 # Usage: ./all.bash [STEP...]   (default: every step; steps: make check upstream own stress arm64 bench callgrind)
 set -uo pipefail

@@ -531,6 +531,9 @@ func TestLineageTruncation(t *testing.T) {
 // depth, flags and ancestors, not what the old one handed its children.
 func TestLineageReusedParent(t *testing.T) {
 	h := needLineage(t)
+	// One P, so the dead gs of the chain are on the free list the new
+	// goroutines take theirs from.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	n := int(h.maxDepth) + 2 // deep enough to be truncated
 	old := make(map[uintptr]bool)
 	done := make(chan struct{})
