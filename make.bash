@@ -32,12 +32,8 @@ else
 	echo "make.bash: $WORK is up to date ($(head -n 1 "$WORK/VERSION"))" >&2
 fi
 
-# The fork's own commands, built with the fork.
-for cmd in fpcheck golineage; do
-	if [ -f "misc/$cmd/go.mod" ]; then
-		(cd "misc/$cmd" && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$WORK/bin/go" build -o "$WORK/bin/$cmd" .) ||
-			{ echo "make.bash: building misc/$cmd failed" >&2; exit 1; }
-		echo "make.bash: installed $WORK/bin/$cmd" >&2
-	fi
-done
+# The fork's own commands, built with the fork from the misc/ module.
+(cd misc && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$WORK/bin/go" build -o "$WORK/bin/" ./fpcheck ./golineage) ||
+	{ echo "make.bash: building the fork's commands in misc/ failed" >&2; exit 1; }
+echo "make.bash: installed fpcheck and golineage in $WORK/bin" >&2
 "$WORK/bin/go" version

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"fpsafe/fpcheck/internal/bincheck"
-	"fpsafe/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/fpcheck/internal/bincheck"
+	"fpsafe.dev/misc/fpcheck/internal/gobin"
 )
 
 var subcommands = map[string]func([]string) int{

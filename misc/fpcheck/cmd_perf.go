@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"fpsafe/fpcheck/internal/perfcheck"
+	"fpsafe.dev/misc/fpcheck/internal/perfcheck"
 )
 
 func cmdPerf(args []string) int {

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"fpsafe/fpcheck/internal/gobin"
-	"fpsafe/fpcheck/internal/runcheck"
+	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/fpcheck/internal/runcheck"
 )
 
 // featureState says whether a program's runtime knows GODEBUG=fpunwindcheck.

@@ -111,7 +111,7 @@ import (
 	"golang.org/x/tools/go/analysis/unitchecker"
 	"golang.org/x/tools/go/packages"
 
-	"fpsafe/fpcheck/internal/asmfp"
+	"fpsafe.dev/misc/fpcheck/internal/asmfp"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"fpsafe/fpcheck/internal/perfcheck"
+	"fpsafe.dev/misc/fpcheck/internal/perfcheck"
 )
 
 // needPerf installs perf if it is missing (Debian's linux-perf, as root) and

@@ -22,11 +22,11 @@ import (
 	"sync"
 	"time"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/lineage"
-	"fpsafe/golineage/internal/pprofout"
-	"fpsafe/golineage/internal/stack"
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/golineage/internal/pprofout"
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // stackWords is how many words above SP the program copies for the

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // openCore opens a core file and the executable it came from.

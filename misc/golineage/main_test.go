@@ -20,8 +20,8 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/sys/unix"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/lineage"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/lineage"
 )
 
 // The fixtures are built with the go command on PATH (the toolchain running

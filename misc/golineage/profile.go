@@ -13,11 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/lineage"
-	"fpsafe/golineage/internal/pprofout"
-	"fpsafe/golineage/internal/stack"
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/golineage/internal/pprofout"
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 type profileFlags struct {

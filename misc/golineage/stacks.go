@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/lineage"
-	"fpsafe/golineage/internal/stack"
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // snapshot is a target held still: a stopped process or a core file.

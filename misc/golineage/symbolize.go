@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/stack"
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // exeArgs parses "[-bias N] EXE" for the helper commands and opens EXE.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe/fpcheck/internal/boundary"
+	"fpsafe.dev/misc/fpcheck/internal/boundary"
 )
 
 // A finding is reported at a source line.

@@ -34,8 +34,8 @@ import (
 	"sort"
 	"strings"
 
-	"fpsafe/fpcheck/internal/boundary"
-	"fpsafe/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/fpcheck/internal/boundary"
+	"fpsafe.dev/misc/fpcheck/internal/gobin"
 )
 
 var errShort = errors.New("truncated instruction")

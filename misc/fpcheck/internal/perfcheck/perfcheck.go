@@ -24,7 +24,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe/fpcheck/internal/boundary"
+	"fpsafe.dev/misc/fpcheck/internal/boundary"
 )
 
 // Roots are the functions at which a user-space frame-pointer chain may end,

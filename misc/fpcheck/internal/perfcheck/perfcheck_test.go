@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fpsafe/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/fpcheck/internal/gobin"
 )
 
 const script = `stress 100/101 PERF_RECORD_MMAP2 100/101: [0x400000(0x1000) @ 0 fd:01 1 0]: r-xp /x

@@ -7,7 +7,7 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
-	"fpsafe/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/fpcheck/internal/gobin"
 )
 
 // symbolizer resolves frames of Go binaries through their pclntab.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/stack"
 )
 
 // BpftraceChain returns bpftrace statements that, in the context of a

@@ -11,9 +11,9 @@ import (
 	"errors"
 	"fmt"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/stack"
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // Magic is the header's 16-byte cookie.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // v1Header builds a version-1 header as doc/lineage-abi.md lays it out.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/stack"
 )
 
 // Sample is one thread at one sampling instant.

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"fpsafe/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/stack"
 )
 
 // A flame graph: the stitched stacks merged into a tree, root (the oldest

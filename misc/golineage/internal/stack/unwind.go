@@ -11,8 +11,8 @@
 package stack
 
 import (
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // MaxDepth bounds a walk (a corrupt chain must not loop forever).

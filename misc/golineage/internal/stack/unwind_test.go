@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"testing"
 
-	"fpsafe/golineage/internal/gobin"
-	"fpsafe/golineage/internal/target"
+	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // fakeMem is a synthetic memory image: a few regions, everything else faults.
@@ -56,7 +56,7 @@ func TestSignalFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bin.Close()
-	self := bin.LookupFunc("fpsafe/golineage/internal/stack.interrupted")
+	self := bin.LookupFunc("fpsafe.dev/misc/golineage/internal/stack.interrupted")
 	if self == nil {
 		t.Fatal("interrupted not in pclntab")
 	}

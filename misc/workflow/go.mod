@@ -1,3 +1,0 @@
-module fpsafe.dev/misc/workflow
-
-go 1.27
