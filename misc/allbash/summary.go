@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A step is one line of LOGDIR/steps with the results read from its files.
+type step struct {
+	name    string
+	kind    string // results or exit
+	exit    int
+	seconds int
+	results []result
+	skipped []string // tests that skipped themselves, "pkg Test: reason"
+	logTail []string // last lines of NAME.log
+	logName string   // NAME.log's path, as given
+}
+
+// A result is one counted unit: a package, a record or a step's exit status.
+type result struct {
+	name   string
+	status string // pass, fail or skip
+	note   string
+	detail []string // output that says why it failed
+}
+
+const (
+	detailLines  = 20 // lines quoted per failure
+	logTailLines = 20 // lines quoted from a step's log
+	skipLines    = 10 // skipped tests listed
+)
+
+// readSteps reads LOGDIR/steps and each step's results.
+func readSteps(dir string) ([]*step, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "steps"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the step list: %w (run all.bash, which writes it)", err)
+	}
+	var steps []*step
+	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("%s/steps:%d: want NAME KIND EXIT SECONDS separated by tabs, have %q", dir, i+1, line)
+		}
+		exit, err1 := strconv.Atoi(f[2])
+		secs, err2 := strconv.Atoi(f[3])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("%s/steps:%d: %w", dir, i+1, err)
+		}
+		s := &step{name: f[0], kind: f[1], exit: exit, seconds: secs, logName: filepath.Join(dir, f[0]+".log")}
+		switch s.kind {
+		case "results":
+			err = errors.Join(s.readJSON(filepath.Join(dir, s.name+".json")), s.readRecords(filepath.Join(dir, s.name+".records")))
+		case "exit":
+			st := "pass"
+			if exit != 0 {
+				st = "fail"
+			}
+			s.results = append(s.results, result{name: s.name, status: st})
+		default:
+			err = fmt.Errorf("%s/steps:%d: unknown kind %q (want results or exit)", dir, i+1, s.kind)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.logTail = tail(s.logName, logTailLines)
+		if s.kind == "exit" && exit != 0 {
+			s.results[0].detail = s.logTail
+		}
+		steps = append(steps, s)
+	}
+	return steps, nil
+}
+
+// testEvent is one event of `go test -json` (cmd/test2json), with the
+// build events that the go command interleaves.
+type testEvent struct {
+	Action      string
+	Package     string
+	Test        string
+	Output      string
+	OutputType  string
+	ImportPath  string
+	FailedBuild string
+}
+
+// readJSON counts each package's final pass or fail. A missing file counts
+// nothing; the step's exit status then decides. Lines that are not JSON (the
+// go command's own complaints, if standard error was merged) are skipped.
+func (s *step) readJSON(name string) error {
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	build := map[string][]string{}     // ImportPath -> build output
+	output := map[string][]string{}    // package or package+test -> non-frame output
+	pkgOutput := map[string][]string{} // package -> all its own output
+	var failedTests = map[string][]string{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var e testEvent
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		key := e.Package
+		if e.Test != "" {
+			key += " " + e.Test
+		}
+		switch e.Action {
+		case "build-output":
+			build[e.ImportPath] = append(build[e.ImportPath], strings.TrimRight(e.Output, "\n"))
+		case "output":
+			if e.Test == "" {
+				pkgOutput[key] = append(pkgOutput[key], strings.TrimRight(e.Output, "\n"))
+			}
+			if e.OutputType != "frame" {
+				output[key] = append(output[key], strings.TrimRight(e.Output, "\n"))
+			}
+		case "skip":
+			if e.Test != "" {
+				why := "(no reason given)"
+				if o := output[key]; len(o) > 0 {
+					why = strings.TrimSpace(o[len(o)-1])
+				}
+				s.skipped = append(s.skipped, fmt.Sprintf("%s: %s", key, why))
+			}
+		case "fail":
+			if e.Test != "" {
+				failedTests[e.Package] = append(failedTests[e.Package], e.Test)
+				continue
+			}
+			r := result{name: e.Package, status: "fail"}
+			switch {
+			case e.FailedBuild != "":
+				r.note = "build failed"
+				r.detail = build[e.FailedBuild]
+			case len(failedTests[e.Package]) > 0:
+				for _, t := range failedTests[e.Package] {
+					r.detail = append(r.detail, "--- "+t)
+					for _, l := range output[e.Package+" "+t] {
+						r.detail = append(r.detail, "  "+strings.TrimLeft(l, " "))
+					}
+				}
+			default:
+				r.note = "no test failed; the test binary failed"
+				r.detail = pkgOutput[e.Package]
+			}
+			s.results = append(s.results, r)
+		case "pass":
+			if e.Test == "" {
+				s.results = append(s.results, result{name: e.Package, status: "pass"})
+			}
+		}
+	}
+	return nil
+}
+
+// readRecords reads RESULT<TAB>NAME<TAB>SECONDS<TAB>NOTE lines. A malformed
+// line is a failed result: a step that cannot report is broken.
+func (s *step) readRecords(name string) error {
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.SplitN(line, "\t", 4)
+		if len(f) != 4 || (f[0] != "pass" && f[0] != "fail" && f[0] != "skip") {
+			s.results = append(s.results, result{name: fmt.Sprintf("%s:%d", filepath.Base(name), i+1), status: "fail",
+				note: fmt.Sprintf("malformed record %q (want pass|fail|skip, NAME, SECONDS, NOTE separated by tabs)", line)})
+			continue
+		}
+		r := result{name: f[1], status: f[0], note: f[3]}
+		if f[2] != "" && f[2] != "0" {
+			r.name += " (" + f[2] + "s)"
+		}
+		s.results = append(s.results, r)
+	}
+	return nil
+}
+
+// tail returns the last n lines of a file, or nothing if it cannot be read.
+func tail(name string, n int) []string {
+	data, err := os.ReadFile(name)
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// A summary is the counted steps.
+type summary struct {
+	steps          []*step
+	rows           []row
+	passed, failed int
+}
+
+type row struct {
+	step                    *step
+	passed, failed, skipped int
+	verdict                 string // ok, FAIL or skip
+	why                     []result
+}
+
+// summarize counts every step's results and adds the failures of the step
+// itself: a non-zero exit with nothing failed, a zero exit with nothing at all.
+func summarize(steps []*step, allowSkip bool) *summary {
+	sum := &summary{steps: steps}
+	for _, s := range steps {
+		r := row{step: s}
+		for _, res := range s.results {
+			switch {
+			case res.status == "pass":
+				r.passed++
+			case res.status == "skip" && allowSkip:
+				r.skipped++
+				r.why = append(r.why, res)
+			case res.status == "skip":
+				res.note = "skipped, which counts as failed (see .ci/tools; -allow-skip outside CI): " + res.note
+				r.failed++
+				r.why = append(r.why, res)
+			default:
+				r.failed++
+				r.why = append(r.why, res)
+			}
+		}
+		switch {
+		case s.exit != 0 && r.failed == 0:
+			r.failed++
+			r.why = append(r.why, result{name: s.name, status: "fail",
+				note: fmt.Sprintf("exited with status %d, but no result says what failed", s.exit), detail: s.logTail})
+		case s.exit == 0 && r.passed+r.failed+r.skipped == 0:
+			r.failed++
+			r.why = append(r.why, result{name: s.name, status: "fail", note: "reported no results", detail: s.logTail})
+		}
+		switch {
+		case r.failed > 0:
+			r.verdict = "FAIL"
+		case r.skipped > 0:
+			r.verdict = "skip"
+		default:
+			r.verdict = "ok"
+		}
+		sum.passed += r.passed
+		sum.failed += r.failed
+		sum.rows = append(sum.rows, r)
+	}
+	return sum
+}
+
+// print writes the failures, the skipped tests and the table, then the
+// closing line.
+func (sum *summary) print(w io.Writer, dir string) {
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	for _, r := range sum.rows {
+		for _, res := range r.why {
+			fmt.Fprintf(bw, "--- %s: %s %s", r.step.name, strings.ToUpper(res.status), res.name)
+			if res.note != "" {
+				fmt.Fprintf(bw, ": %s", res.note)
+			}
+			fmt.Fprintln(bw)
+			detail := res.detail
+			if len(detail) == 0 && r.step.kind == "results" {
+				detail = r.step.logTail
+			}
+			if len(detail) > detailLines {
+				fmt.Fprintf(bw, "    ... (%d lines before; see %s)\n", len(detail)-detailLines, logFor(r.step, dir))
+				detail = detail[len(detail)-detailLines:]
+			}
+			for _, l := range detail {
+				fmt.Fprintf(bw, "    %s\n", l)
+			}
+		}
+	}
+	var skipped []string
+	for _, s := range sum.steps {
+		for _, t := range s.skipped {
+			skipped = append(skipped, s.name+": "+t)
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(bw, "\ntests that skipped themselves: %d\n", len(skipped))
+		for i, t := range skipped {
+			if i == skipLines {
+				fmt.Fprintf(bw, "  ... and %d more (the steps' .json files in %s)\n", len(skipped)-skipLines, dir)
+				break
+			}
+			fmt.Fprintf(bw, "  %s\n", t)
+		}
+	}
+	fmt.Fprintf(bw, "\n%-10s %-6s %6s %7s %7s %8s\n", "step", "result", "time", "passed", "failed", "skipped")
+	for _, r := range sum.rows {
+		fmt.Fprintf(bw, "%-10s %-6s %5ds %7d %7d %8d\n", r.step.name, r.verdict, r.step.seconds, r.passed, r.failed, r.skipped+len(r.step.skipped))
+	}
+	fmt.Fprintf(bw, "(go test steps count packages, and list skipped tests; other steps count result records, or their exit status)\n")
+	fmt.Fprintf(bw, "logs: %s\n", dir)
+	fmt.Fprintf(bw, "%d passed, %d failed\n", sum.passed, sum.failed)
+}
+
+func logFor(s *step, dir string) string {
+	return filepath.Join(dir, s.name+".{json,records,log}")
+}
