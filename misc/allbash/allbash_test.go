@@ -23,6 +23,7 @@ func TestGolden(t *testing.T) {
 		{"fail", []string{"testdata/fail"}, 1},
 		{"skip", []string{"testdata/skip"}, 1},
 		{"skip-allowed", []string{"-allow-skip", "testdata/skip"}, 0},
+		{"repeat", []string{"testdata/repeat"}, 1},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -66,6 +67,8 @@ func TestCounts(t *testing.T) {
 		{"testdata/fail", false, 1, 8},
 		{"testdata/skip", false, 0, 2},
 		{"testdata/skip", true, 0, 0},
+		// One package run with -count 3: counted once; and one record.
+		{"testdata/repeat", false, 1, 1},
 	} {
 		steps, err := readSteps(tc.dir)
 		if err != nil {

@@ -108,10 +108,13 @@ func (s *step) readJSON(name string) error {
 	if err != nil {
 		return err
 	}
-	build := map[string][]string{}     // ImportPath -> build output
-	output := map[string][]string{}    // package or package+test -> non-frame output
-	pkgOutput := map[string][]string{} // package -> all its own output
-	var failedTests = map[string][]string{}
+	build := map[string][]string{}        // ImportPath -> build output
+	output := map[string][]string{}       // package or package+test -> non-frame output
+	pkgOutput := map[string][]string{}    // package -> all its own output
+	failedTests := map[string][]string{}  // package -> tests that failed, in order of first failure
+	runs := map[string]int{}              // package+test -> runs (-count, repeated steps)
+	failures := map[string]int{}          // package+test -> failed runs
+	firstFailure := map[string][]string{} // package+test -> output of its first failed run
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		var e testEvent
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
@@ -122,6 +125,9 @@ func (s *step) readJSON(name string) error {
 			key += " " + e.Test
 		}
 		switch e.Action {
+		case "run":
+			runs[key]++
+			output[key] = nil // keep one run's output
 		case "build-output":
 			build[e.ImportPath] = append(build[e.ImportPath], strings.TrimRight(e.Output, "\n"))
 		case "output":
@@ -141,7 +147,10 @@ func (s *step) readJSON(name string) error {
 			}
 		case "fail":
 			if e.Test != "" {
-				failedTests[e.Package] = append(failedTests[e.Package], e.Test)
+				if failures[key]++; failures[key] == 1 {
+					failedTests[e.Package] = append(failedTests[e.Package], e.Test)
+					firstFailure[key] = output[key]
+				}
 				continue
 			}
 			r := result{name: e.Package, status: "fail"}
@@ -151,8 +160,13 @@ func (s *step) readJSON(name string) error {
 				r.detail = build[e.FailedBuild]
 			case len(failedTests[e.Package]) > 0:
 				for _, t := range failedTests[e.Package] {
-					r.detail = append(r.detail, "--- "+t)
-					for _, l := range output[e.Package+" "+t] {
+					k := e.Package + " " + t
+					line := "--- " + t
+					if runs[k] > 1 {
+						line += fmt.Sprintf(" failed %d of %d runs; the first:", failures[k], runs[k])
+					}
+					r.detail = append(r.detail, line)
+					for _, l := range firstFailure[k] {
 						r.detail = append(r.detail, "  "+strings.TrimLeft(l, " "))
 					}
 				}
