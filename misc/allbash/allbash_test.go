@@ -24,6 +24,7 @@ func TestGolden(t *testing.T) {
 		{"skip", []string{"testdata/skip"}, 1},
 		{"skip-allowed", []string{"-allow-skip", "testdata/skip"}, 0},
 		{"repeat", []string{"testdata/repeat"}, 1},
+		{"truncated", []string{"testdata/truncated"}, 1},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -69,6 +70,8 @@ func TestCounts(t *testing.T) {
 		{"testdata/skip", true, 0, 0},
 		// One package run with -count 3: counted once; and one record.
 		{"testdata/repeat", false, 1, 1},
+		// A stream cut before the package's result, with go test exiting 0.
+		{"testdata/truncated", false, 0, 1},
 	} {
 		steps, err := readSteps(tc.dir)
 		if err != nil {

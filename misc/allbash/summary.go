@@ -111,6 +111,9 @@ func (s *step) readJSON(name string) error {
 	build := map[string][]string{}        // ImportPath -> build output
 	output := map[string][]string{}       // package or package+test -> non-frame output
 	pkgOutput := map[string][]string{}    // package -> all its own output
+	var pkgs []string                     // packages in order of appearance
+	seen := map[string]bool{}             // packages in pkgs
+	done := map[string]bool{}             // packages with a final pass, fail or skip
 	failedTests := map[string][]string{}  // package -> tests that failed, in order of first failure
 	runs := map[string]int{}              // package+test -> runs (-count, repeated steps)
 	failures := map[string]int{}          // package+test -> failed runs
@@ -119,6 +122,13 @@ func (s *step) readJSON(name string) error {
 		var e testEvent
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
 			continue
+		}
+		if e.Package != "" && !seen[e.Package] {
+			seen[e.Package] = true
+			pkgs = append(pkgs, e.Package)
+		}
+		if e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
+			done[e.Package] = true
 		}
 		key := e.Package
 		if e.Test != "" {
@@ -179,6 +189,13 @@ func (s *step) readJSON(name string) error {
 			if e.Test == "" {
 				s.results = append(s.results, result{name: e.Package, status: "pass"})
 			}
+		}
+	}
+	for _, p := range pkgs {
+		if !done[p] {
+			s.results = append(s.results, result{name: p, status: "fail",
+				note:   "the stream ends before the package's result (the test binary crashed or was killed)",
+				detail: output[p]})
 		}
 	}
 	return nil
