@@ -1,90 +1,90 @@
 #!/usr/bin/env bash
-# all.bash builds the fork and tests it: make.bash, the patch series round trip, upstream's
-# tests of the packages the fork changes, the project's own Go modules (misc/, benchmarks/),
-# the arm64 runtime tests under qemu-user, one quick benchmark round and one callgrind count of
-# goroutine creation. It ends with a one-screen summary whose last line is "N passed, N failed"
-# (counted per test package, and per step for steps that are not go test runs).
+# all.bash builds the fork and tests it: make.bash, the patch series round trip, the tools
+# that CI installs, upstream's tests of the packages the fork changes (the runtime's, and the
+# go command's and cmd/internal/objabi's for the version and toolchain patches), the project's
+# own Go modules (misc/, benchmarks/), the stress corpus under fpcheck run, the arm64 runtime
+# tests under qemu-user, one quick benchmark round and one callgrind count.
 #
-# Usage: ./all.bash [STEP...]   (default: every step; steps: make check upstream own stress arm64 bench callgrind)
+# Each step's results go to $ALLBASH_LOGS (default goroot-logs/): go test -json streams and
+# result records. misc/allbash reads them and prints the summary, whose last line is
+# "N passed, N failed": go test steps count packages, other steps their result records or
+# their exit status (misc/allbash's doc says exactly how). A tool listed in .ci/tools that is
+# not installed fails its step; ALLBASH_ALLOW_SKIP=1 lists it as skipped instead, except
+# under CI=true.
+#
+# Usage: ./all.bash [STEP...]
+#   steps (default all): make check tools upstream cmdgo own stress arm64 bench callgrind
+#   ARM64_COUNT=N: runs of each arm64 boundary test (default 200)
 set -uo pipefail
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$TOP"
-LOGS=${ALLBASH_LOGS:-$TOP/goroot-logs}
+LOGS=${ALLBASH_LOGS:-goroot-logs}
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
-GO=$TOP/goroot/bin/go
+LOGS=$(cd "$LOGS" && pwd)
 export PATH=$TOP/goroot/bin:$PATH GOTOOLCHAIN=local
-unset GOROOT GOEXPERIMENT GOOS GOARCH
+unset GOROOT GOEXPERIMENT GOOS GOARCH GOFLAGS
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(make check upstream own stress arm64 bench callgrind)
+[ ${#steps[@]} -gt 0 ] || steps=(make check tools upstream cmdgo own stress arm64 bench callgrind)
 want() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
-passed=0 failed=0
-summary=()
-
-# run NAME CMD...: run a step, log it, count its go test packages (or the step itself).
-run() {
-	local name=$1
-	shift
-	local log=$LOGS/$name.log start rc
-	start=$(date +%s)
-	echo "##### $name: $*"
-	"$@" >"$log" 2>&1
+# step NAME KIND CMD...: run CMD with its output in $LOGS/NAME.log, its go test -json
+# streams in $ALLBASH_JSON and its result records in $ALLBASH_RECORDS, then list it in
+# $LOGS/steps for misc/allbash. KIND is "results" or "exit" (the exit status is the result).
+step() {
+	local name=$1 kind=$2 start=$SECONDS rc
+	shift 2
+	echo "##### $name"
+	ALLBASH_JSON=$LOGS/$name.json ALLBASH_RECORDS=$LOGS/$name.records "$@" >"$LOGS/$name.log" 2>&1
 	rc=$?
-	local secs=$(($(date +%s) - start))
-	local ok fail
-	ok=$(grep -c '^ok  ' "$log")
-	fail=$(grep -Ec '^FAIL	' "$log")
-	if [ "$ok" -eq 0 ] && [ "$fail" -eq 0 ]; then
-		# Not a go test run: the step counts once.
-		if [ $rc -eq 0 ]; then ok=1; else fail=1; fi
-	elif [ $rc -ne 0 ] && [ "$fail" -eq 0 ]; then
-		fail=1 # go test failed outside any package (build error, bad flag)
-	fi
-	passed=$((passed + ok))
-	failed=$((failed + fail))
-	if [ $rc -eq 0 ]; then
-		grep -E '^(ok  |SKIP|--- SKIP|fpcheck run: |.*: skipping|    .*skip)' "$log" | head -n 40
-		summary+=("$(printf '%-10s %-6s %5ss  %s passed, %s failed' "$name" ok "$secs" "$ok" "$fail")")
-	else
-		grep -E -B2 -A30 '^(--- FAIL|FAIL|panic:|fatal error:)' "$log" | head -n 150
-		tail -n 40 "$log"
-		summary+=("$(printf '%-10s %-6s %5ss  %s passed, %s failed  (log: %s)' "$name" FAIL "$secs" "$ok" "$fail" "${log#$TOP/}")")
-	fi
+	printf '%s\t%s\t%d\t%d\n' "$name" "$kind" "$rc" $((SECONDS - start)) >>"$LOGS/steps"
+	echo "##### $name: exit status $rc after $((SECONDS - start))s"
 	return $rc
 }
 
-own_modules() {
+# gotest ARGS...: go test -json into the step's stream.
+gotest() { go test -json "$@" >>"$ALLBASH_JSON"; }
+
+# The go command's tests of what patches 0001 (go.env) and 0002 (build-ID keyed cache for
+# suffixed versions) change: cmd/internal/objabi whole, cmd/go/internal/work's unit tests, and
+# the cmd/go tests about toolchains, versions, build IDs and the build cache.
+cmdgo_tests='TestNewReleaseRebuildsStalePackagesInGOPATH|TestCacheListStale|TestCacheCoverage|TestTestCache|TestNeedVersion'
+cmdgo_scripts='gotoolchain_.*|go_version|version|version_build_settings|build_cache_.*|cache_.*|build_nocache|toolexec|env_cache|env_changed|install_rebuild_removed|install_move_not_stale|goroot_executable|mod_toolchain|mod_get_toolchain'
+cmdgo() {
+	local rc=0
+	gotest -short -count=1 cmd/internal/objabi cmd/go/internal/work || rc=1
+	gotest -short -count=1 -run "^(TestScript|$cmdgo_tests)\$/^($cmdgo_scripts)\$" cmd/go || rc=1
+	return $rc
+}
+
+own() {
 	local rc=0 mod
-	for mod in $(find misc benchmarks -name go.mod -not -path '*/testdata/*' 2>/dev/null | LC_ALL=C sort); do
-		mod=$(dirname "$mod")
-		echo "=== $mod"
-		(cd "$mod" && GOFLAGS=-mod=mod "$GO" test -count=1 ./...) || rc=1
+	for mod in $(find misc benchmarks -name go.mod -not -path '*/testdata/*' | LC_ALL=C sort); do
+		(cd "$(dirname "$mod")" && GOFLAGS=-mod=mod gotest -count=1 ./...) || rc=1
 	done
 	return $rc
 }
 
-if want make; then
-	run make ./make.bash || { echo "all.bash: make.bash failed; nothing else can run"; steps=(); }
+tools() { "$LOGS/allbash" tools -o "$ALLBASH_RECORDS" .ci/tools; }
+
+if want make && ! step make exit ./make.bash; then
+	echo "all.bash: make.bash failed; nothing else can run"
+	steps=()
 fi
-want check && run check ./fork check
-want upstream && run upstream "$GO" test -short -count=1 runtime runtime/pprof runtime/trace internal/trace cmd/internal/obj/... cmd/asm/...
-want own && run own own_modules
-want stress && run stress bash misc/fpcheck/stress.bash "$TOP/goroot" 10s
-if want arm64 && [ -f misc/arm64test/run.bash ]; then run arm64 bash misc/arm64test/run.bash "$TOP/goroot"; fi
-if want bench && [ -f benchmarks/run.bash ]; then run bench bash benchmarks/run.bash -quick; fi
-if want callgrind; then
-	if command -v valgrind >/dev/null; then
-		run callgrind bash benchmarks/callgrind.bash -n 1 upstream fork
-	else
-		echo "##### callgrind: skipped: valgrind is not installed"
-	fi
-fi
+# The summarizer, built with the fork's go if there is one.
+(cd misc && GOFLAGS=-mod=mod go build -o "$LOGS/allbash" ./allbash) ||
+	{ echo "all.bash: cannot build misc/allbash"; echo "0 passed, 1 failed"; exit 1; }
+want check && step check exit ./fork check
+want tools && step tools results tools
+want upstream && step upstream results gotest -short -count=1 runtime runtime/pprof runtime/trace internal/trace cmd/internal/obj/... cmd/asm/...
+want cmdgo && step cmdgo results cmdgo
+want own && step own results own
+want stress && step stress results bash misc/fpcheck/stress.bash "$TOP/goroot" 10s
+want arm64 && step arm64 results bash misc/arm64test/run.bash -count "${ARM64_COUNT:-200}" "$TOP/goroot"
+want bench && step bench exit bash benchmarks/run.bash -quick
+want callgrind && step callgrind results bash benchmarks/callgrind.bash -n 1 upstream fork
 
 echo
-echo "##### all.bash summary ($("$GO" version 2>/dev/null || echo "no toolchain"))"
-printf '%s\n' "${summary[@]}"
-echo "logs: ${LOGS#$TOP/}/"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+echo "##### all.bash summary ($(go version 2>/dev/null || echo "no toolchain"))"
+"$LOGS/allbash" -allow-skip="${ALLBASH_ALLOW_SKIP:-false}" -ci="${CI:-false}" "${LOGS#$TOP/}"

@@ -2,7 +2,7 @@
 # Instructions per op of a benchmarks/sched benchmark, upstream go1.27.3
 # against the fork, counted by valgrind's callgrind: wall clock on a small
 # shared VM cannot resolve a few percent, instruction counts can. See
-# doc/lineage-abi.md section 12. Examples:
+# doc/benchmarks.md. Examples:
 #   benchmarks/callgrind.bash                         # CreateGoroutine/depth=20, 15 runs each
 #   benchmarks/callgrind.bash -n 9 -bench CreateGoroutineChain
 #   benchmarks/callgrind.bash fork:lineage=0 fork:lineagestack=32 upstream:tracebackancestors=8
@@ -31,7 +31,17 @@ for v in "${variants[@]}"; do
 	case ${v%%:*} in upstream|fork) ;; *) echo "callgrind.bash: variant $v: toolchain must be upstream or fork" >&2; exit 2 ;; esac
 done
 
-command -v valgrind >/dev/null || { echo "callgrind.bash: valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
+# record RESULT NOTE: under all.bash, report the result in $ALLBASH_RECORDS
+# (misc/allbash's format).
+record() {
+	[ -z "${ALLBASH_RECORDS:-}" ] || printf '%s\t%s\t0\t%s\n' "$1" "callgrind $bench" "$2" >>"$ALLBASH_RECORDS"
+}
+
+command -v valgrind >/dev/null || {
+	echo "callgrind.bash: valgrind is not installed (apt-get install valgrind)" >&2
+	record skip "valgrind is not installed (apt-get install valgrind)"
+	exit 2
+}
 fork=$top/goroot/bin/go
 [ -x "$fork" ] || { echo "callgrind.bash: no fork toolchain at $fork (run ./make.bash)" >&2; exit 2; }
 upstream=$("$top/fork" upstream)/bin/go
@@ -49,14 +59,18 @@ ir() {
 }
 
 echo "$bench, instructions per op, $runs runs each"
+summary=()
 for v in "${variants[@]}"; do
 	tc=${v%%:*} setting=
 	[ "$tc" != "$v" ] && setting=${v#*:}
 	counts=()
 	for _ in $(seq "$runs"); do
 		a=$(ir "$tmp/$tc.test" "$setting" 51000) && b=$(ir "$tmp/$tc.test" "$setting" 1000) ||
-			{ echo "callgrind.bash: $v: the benchmark failed under valgrind" >&2; exit 1; }
+			{ echo "callgrind.bash: $v: the benchmark failed under valgrind" >&2; record fail "$v: the benchmark failed under valgrind"; exit 1; }
 		counts+=($(( (a - b) / 50000 )))
 	done
-	printf '%-36s %s\n' "$v" "$(printf '%s\n' "${counts[@]}" | sort -n | tr '\n' ' ')"
+	sorted=$(printf '%s\n' "${counts[@]}" | sort -n | tr '\n' ' ')
+	printf '%-36s %s\n' "$v" "$sorted"
+	summary+=("$v: ${sorted% }")
 done
+record pass "instructions per op: $(IFS=';'; echo "${summary[*]}")"

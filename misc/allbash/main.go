@@ -31,8 +31,8 @@
 // needs that is not installed, counts as failed: CI installs every tool
 // (.ci/run, from .ci/tools). -allow-skip lists skips without counting them,
 // for a developer's machine; it is refused with -ci. Every step also fails
-// once if it exited non-zero with nothing counted as failed, and if it
-// exited zero with nothing counted at all.
+// once if it exited non-zero with nothing counted as failed or skipped, and
+// if it exited zero with nothing counted at all.
 //
 // tools looks up each command listed in TOOLSFILE (lines "COMMAND PACKAGE",
 // # comments) on the PATH and appends one record for them all to RECORDS:

@@ -258,7 +258,8 @@ type row struct {
 }
 
 // summarize counts every step's results and adds the failures of the step
-// itself: a non-zero exit with nothing failed, a zero exit with nothing at all.
+// itself: a non-zero exit with nothing failed or skipped, a zero exit with
+// nothing at all.
 func summarize(steps []*step, allowSkip bool) *summary {
 	sum := &summary{steps: steps}
 	for _, s := range steps {
@@ -271,7 +272,7 @@ func summarize(steps []*step, allowSkip bool) *summary {
 				r.skipped++
 				r.why = append(r.why, res)
 			case res.status == "skip":
-				res.note = "skipped, which counts as failed (see .ci/tools; -allow-skip outside CI): " + res.note
+				res.note += " (a skip counts as failed: install what is missing; outside CI, -allow-skip)"
 				r.failed++
 				r.why = append(r.why, res)
 			default:
@@ -280,7 +281,7 @@ func summarize(steps []*step, allowSkip bool) *summary {
 			}
 		}
 		switch {
-		case s.exit != 0 && r.failed == 0:
+		case s.exit != 0 && r.failed+r.skipped == 0:
 			r.failed++
 			r.why = append(r.why, result{name: s.name, status: "fail",
 				note: fmt.Sprintf("exited with status %d, but no result says what failed", s.exit), detail: s.logTail})

@@ -3,26 +3,50 @@
 # Use of this source code is governed by a BSD-style
 # license that can be found in the LICENSE file.
 
-# run.bash [GOROOT]: cross-compile the runtime test binary for linux/arm64
-# and run the frame-pointer boundary tests (doc/fp-boundaries.md) under
-# qemu-user. Prints go-test-style "ok" or "FAIL" and exits non-zero on
-# failure. The cgo test (TestFPBoundaryCgoCallback) builds testprogcgo from
-# within the test binary, which cannot work under emulation; instead, if an
-# aarch64 cross compiler (aarch64-linux-gnu-gcc, apt-get install
-# gcc-aarch64-linux-gnu) is present, testprogcgo is cross-built here and its
-# FPChainCallback entry is run as that test does: it must print OK, and the
-# same with GODEBUG=tracefpunwindoff=1.
+# run.bash [-count N] [GOROOT]: cross-compile the runtime test binary for
+# linux/arm64 and run the frame-pointer boundary tests (doc/fp-boundaries.md)
+# under qemu-user, N times each (default 200; they take about 14 s per 100
+# on two cores, see doc/benchmarks.md). GOROOT defaults to the repository's
+# goroot/. Every failed run is a failure.
+#
+# The cgo test (TestFPBoundaryCgoCallback) builds testprogcgo from within the
+# test binary, which cannot work under emulation; instead testprogcgo is
+# cross-built here with aarch64-linux-gnu-gcc and its FPChainCallback entry is
+# run as that test does: it must print OK, and the same with
+# GODEBUG=tracefpunwindoff=1.
+#
+# Results: under all.bash ($ALLBASH_JSON and $ALLBASH_RECORDS set) the test
+# binary's output goes through `go tool test2json` into $ALLBASH_JSON and the
+# other results are records in $ALLBASH_RECORDS (misc/allbash). A missing
+# qemu-aarch64 or cross compiler is a "skip" record, which all.bash counts as
+# a failure. Standalone, the output is go test -v's and the exit status is
+# non-zero on a failure or a skip.
 set -u
 
-goroot=${1:-/work/main/goroot}
+here=$(cd "$(dirname "$0")" && pwd)
+count=200
+if [ "${1:-}" = -count ]; then
+	count=$2
+	shift 2
+fi
+goroot=${1:-$here/../../goroot}
 gobin=$goroot/bin/go
+status=0
+
+# record RESULT NAME SECONDS NOTE: report one result (misc/allbash's format).
+record() {
+	[ -z "${ALLBASH_RECORDS:-}" ] || printf '%s\t%s\t%s\t%s\n' "$@" >>"$ALLBASH_RECORDS"
+	echo "run.bash: $1: $2${4:+: $4}"
+	[ "$1" = pass ] || status=1
+}
+
 if [ ! -x "$gobin" ]; then
-	echo "run.bash: no go command at $gobin" >&2
-	exit 2
+	record fail "arm64 boundary tests" 0 "no go command at $gobin (run ./make.bash)"
+	exit 1
 fi
 if ! command -v qemu-aarch64 >/dev/null 2>&1; then
-	echo "run.bash: skipping: qemu-aarch64 not installed (apt-get install qemu-user)"
-	exit 0
+	record skip "runtime TestFPBoundary (linux/arm64, qemu-aarch64)" 0 "qemu-aarch64 not installed (apt-get install qemu-user)"
+	exit 1
 fi
 
 tmp=$(mktemp -d)
@@ -31,50 +55,39 @@ trap 'rm -rf "$tmp"' EXIT
 if ! (cd "$goroot/src" && GOTOOLCHAIN=local GOOS=linux GOARCH=arm64 CGO_ENABLED=0 \
 	"$gobin" test -c -o "$tmp/runtime.test" runtime) >"$tmp/build.log" 2>&1; then
 	cat "$tmp/build.log"
-	echo "FAIL	runtime [build failed, linux/arm64]"
+	record fail "runtime test binary (linux/arm64)" 0 "build failed"
 	exit 1
 fi
 
-start=$(date +%s%N)
-if timeout 300 qemu-aarch64 "$tmp/runtime.test" -test.short -test.count=1 \
-	-test.run '^TestFPBoundary' -test.v >"$tmp/out.log" 2>&1; then
-	status=ok
+args=(-test.short -test.count="$count" -test.run '^TestFPBoundary')
+if [ -n "${ALLBASH_JSON:-}" ]; then
+	"$gobin" tool test2json -t -p "runtime (linux/arm64, qemu-aarch64)" \
+		timeout 900 qemu-aarch64 "$tmp/runtime.test" -test.v=test2json "${args[@]}" >>"$ALLBASH_JSON" || status=1
 else
-	status=FAIL
+	timeout 900 qemu-aarch64 "$tmp/runtime.test" -test.v "${args[@]}" || status=1
 fi
-elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
-grep -E '^(=== RUN|--- (PASS|FAIL|SKIP)|\s+fpboundary)' "$tmp/out.log"
-if [ $status = ok ] && ! grep -q -- '--- PASS' "$tmp/out.log"; then
-	status=FAIL # no test ran
-fi
-if [ $status = FAIL ]; then
-	tail -50 "$tmp/out.log"
-	printf 'FAIL\truntime (linux/arm64, qemu-aarch64)\t%d.%03ds\n' $((elapsed / 1000)) $((elapsed % 1000))
-	exit 1
-fi
-printf 'ok  \truntime (linux/arm64, qemu-aarch64)\t%d.%03ds\n' $((elapsed / 1000)) $((elapsed % 1000))
 
 cc=aarch64-linux-gnu-gcc
+name="runtime/testdata/testprogcgo FPChainCallback (linux/arm64, qemu-aarch64)"
 if ! command -v $cc >/dev/null 2>&1; then
-	echo "run.bash: skipping FPChainCallback: $cc not installed (apt-get install gcc-aarch64-linux-gnu)"
-	exit 0
+	record skip "$name" 0 "$cc not installed (apt-get install gcc-aarch64-linux-gnu)"
+	exit 1
 fi
-sysroot=/usr/aarch64-linux-gnu
 if ! (cd "$goroot/src/runtime/testdata/testprogcgo" && GOTOOLCHAIN=local GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=$cc \
 	"$gobin" build -o "$tmp/testprogcgo" .) >"$tmp/build.log" 2>&1; then
 	cat "$tmp/build.log"
-	echo "FAIL	runtime/testdata/testprogcgo [build failed, linux/arm64]"
+	record fail "$name" 0 "build failed"
 	exit 1
 fi
-start=$(date +%s%N)
+sysroot=/usr/aarch64-linux-gnu # where Debian's gcc-aarch64-linux-gnu puts the target's libc
+start=$SECONDS
 timeout 120 qemu-aarch64 -L $sysroot "$tmp/testprogcgo" FPChainCallback >"$tmp/fast.log" 2>&1
 GODEBUG=tracefpunwindoff=1 timeout 120 qemu-aarch64 -L $sysroot "$tmp/testprogcgo" FPChainCallback >"$tmp/slow.log" 2>&1
-elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
 if [ "$(tail -1 "$tmp/fast.log")" = OK ] && [ "$(tail -1 "$tmp/slow.log")" = OK ] && cmp -s "$tmp/fast.log" "$tmp/slow.log"; then
-	printf 'ok  \truntime/testdata/testprogcgo FPChainCallback (linux/arm64, qemu-aarch64)\t%d.%03ds\n' $((elapsed / 1000)) $((elapsed % 1000))
-	exit 0
+	record pass "$name" $((SECONDS - start)) ""
+else
+	echo "--- frame-pointer path:"; tail -40 "$tmp/fast.log"
+	echo "--- GODEBUG=tracefpunwindoff=1:"; tail -40 "$tmp/slow.log"
+	record fail "$name" $((SECONDS - start)) "the output differs from OK, or between the two unwinders"
 fi
-echo "--- frame-pointer path:"; tail -40 "$tmp/fast.log"
-echo "--- GODEBUG=tracefpunwindoff=1:"; tail -40 "$tmp/slow.log"
-printf 'FAIL\truntime/testdata/testprogcgo FPChainCallback (linux/arm64, qemu-aarch64)\t%d.%03ds\n' $((elapsed / 1000)) $((elapsed % 1000))
-exit 1
+exit $status

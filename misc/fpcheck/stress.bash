@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
 # stress.bash [GOROOT] [DURATION]: build the stress corpus (testdata/stress) with the fork and
 # run it under `fpcheck run`, which cross-checks every frame-pointer unwind the runtime does
-# against gentraceback and prints the counts. Exits non-zero on a mismatch. all.bash runs it.
+# against gentraceback and prints the counts. Exits non-zero on a mismatch. all.bash runs it;
+# under all.bash the result is a record in $ALLBASH_RECORDS (misc/allbash's format).
 # (`fpcheck perf` over the corpus runs in the module's TestPerfStress.)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 goroot=${1:-$here/../../goroot}
 dur=${2:-10s}
+name="fpcheck run -- stress -d $dur"
+
+# record RESULT SECONDS NOTE: report the result (misc/allbash's format).
+record() {
+	[ -z "${ALLBASH_RECORDS:-}" ] || printf '%s\t%s\t%s\t%s\n' "$1" "$name" "$2" "$3" >>"$ALLBASH_RECORDS"
+	echo "stress.bash: $1: $name${3:+: $3}"
+}
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if ! (cd "$here/testdata/stress" && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$goroot/bin/go" build -o "$tmp/stress" .); then
-	echo "FAIL	fpcheck stress [build failed]"
+	record fail 0 "building the stress corpus failed"
 	exit 1
 fi
-rc=0
-echo "=== fpcheck run -- stress -d $dur"
-if "$goroot/bin/fpcheck" run -- "$tmp/stress" -d "$dur" 2>&1 | grep -E '^fpcheck run:'; then :; fi
-if [ "${PIPESTATUS[0]}" -eq 0 ]; then echo "ok  	fpcheck run (stress, $dur)"; else echo "FAIL	fpcheck run (stress, $dur)"; rc=1; fi
-exit $rc
+start=$SECONDS
+"$goroot/bin/fpcheck" run -- "$tmp/stress" -d "$dur" >"$tmp/out" 2>&1
+rc=$?
+grep -E '^fpcheck run:' "$tmp/out" # the counts, for the log
+note=$(grep -E '^fpcheck run:' "$tmp/out" | tail -1)
+if [ $rc -eq 0 ]; then
+	record pass $((SECONDS - start)) "${note#fpcheck run: }"
+	exit 0
+fi
+tail -40 "$tmp/out"
+record fail $((SECONDS - start)) "exit status $rc; ${note#fpcheck run: }"
+exit 1
