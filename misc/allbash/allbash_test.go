@@ -64,10 +64,11 @@ func TestCounts(t *testing.T) {
 	}{
 		// make (exit), 2 packages (q has no test files), 1 record.
 		{"testdata/pass", false, 4, 0},
-		// upstream: a build failure, a failed test, a binary that exited 3;
+		// upstream: a build failure, a failed test, a binary that exited 3,
+		// a package with four failed subtests;
 		// own: 1 package passed but go test exited 1; stress: 1 record;
 		// bench: exit 1; empty: no results; badrec: a malformed record.
-		{"testdata/fail", false, 1, 8},
+		{"testdata/fail", false, 1, 9},
 		{"testdata/skip", false, 0, 2},
 		{"testdata/skip", true, 0, 0},
 		// One package run with -count 3: counted once; and one record.

@@ -35,7 +35,8 @@ type result struct {
 }
 
 const (
-	detailLines  = 20 // lines quoted per failure
+	detailLines  = 12 // lines quoted per failure
+	quotedTests  = 3  // failed tests of a package whose output is quoted
 	logTailLines = 20 // lines quoted from a step's log
 	skipLines    = 10 // skipped tests listed
 )
@@ -169,17 +170,7 @@ func (s *step) readJSON(name string) error {
 				r.note = "build failed"
 				r.detail = build[e.FailedBuild]
 			case len(failedTests[e.Package]) > 0:
-				for _, t := range failedTests[e.Package] {
-					k := e.Package + " " + t
-					line := "--- " + t
-					if runs[k] > 1 {
-						line += fmt.Sprintf(" failed %d of %d runs; the first:", failures[k], runs[k])
-					}
-					r.detail = append(r.detail, line)
-					for _, l := range firstFailure[k] {
-						r.detail = append(r.detail, "  "+strings.TrimLeft(l, " "))
-					}
-				}
+				r.detail = failedTestDetail(e.Package, failedTests[e.Package], runs, failures, firstFailure)
 			default:
 				r.note = "no test failed; the test binary failed"
 				r.detail = pkgOutput[e.Package]
@@ -199,6 +190,46 @@ func (s *step) readJSON(name string) error {
 		}
 	}
 	return nil
+}
+
+// failedTestDetail lists a package's failed tests, quoting the end of the
+// first failure of the first few. A test that failed only because subtests
+// failed is left out: its subtests say why.
+func failedTestDetail(pkg string, tests []string, runs, failures map[string]int, firstFailure map[string][]string) []string {
+	var detail []string
+	quoted := 0
+	for _, t := range tests {
+		parent := false
+		for _, u := range tests {
+			parent = parent || strings.HasPrefix(u, t+"/")
+		}
+		if parent {
+			continue
+		}
+		k := pkg + " " + t
+		line := "--- " + t
+		out := firstFailure[k]
+		cut := len(out) > detailLines
+		if cut {
+			out = out[len(out)-detailLines:]
+		}
+		if quoted++; quoted > quotedTests {
+			out, cut = nil, false
+		}
+		switch {
+		case runs[k] > 1 && cut:
+			line += fmt.Sprintf(" failed %d of %d runs; the first failure's last %d lines:", failures[k], runs[k], detailLines)
+		case runs[k] > 1:
+			line += fmt.Sprintf(" failed %d of %d runs; the first failure:", failures[k], runs[k])
+		case cut:
+			line += fmt.Sprintf(" (last %d lines)", detailLines)
+		}
+		detail = append(detail, line)
+		for _, l := range out {
+			detail = append(detail, "  "+strings.TrimLeft(l, " "))
+		}
+	}
+	return detail
 }
 
 // readRecords reads RESULT<TAB>NAME<TAB>SECONDS<TAB>NOTE lines. A malformed
@@ -320,9 +351,9 @@ func (sum *summary) print(w io.Writer, dir string) {
 			if len(detail) == 0 && r.step.kind == "results" {
 				detail = r.step.logTail
 			}
-			if len(detail) > detailLines {
-				fmt.Fprintf(bw, "    ... (%d lines before; see %s)\n", len(detail)-detailLines, logFor(r.step, dir))
-				detail = detail[len(detail)-detailLines:]
+			if max := detailLines * (quotedTests + 1); len(detail) > max {
+				fmt.Fprintf(bw, "    ... (%d lines before; see %s)\n", len(detail)-max, logFor(r.step, dir))
+				detail = detail[len(detail)-max:]
 			}
 			for _, l := range detail {
 				fmt.Fprintf(bw, "    %s\n", l)

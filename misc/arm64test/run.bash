@@ -5,9 +5,9 @@
 
 # run.bash [-count N] [GOROOT]: cross-compile the runtime test binary for
 # linux/arm64 and run the frame-pointer boundary tests (doc/fp-boundaries.md)
-# under qemu-user, N times each (default 200; they take about 14 s per 100
-# on two cores, see doc/benchmarks.md). GOROOT defaults to the repository's
-# goroot/. Every failed run is a failure.
+# under qemu-user, N times each (default 200; doc/benchmarks.md, "all.bash
+# steps", has the time it takes). GOROOT defaults to the repository's goroot/.
+# Every failed run is a failure.
 #
 # The cgo test (TestFPBoundaryCgoCallback) builds testprogcgo from within the
 # test binary, which cannot work under emulation; instead testprogcgo is
