@@ -46,15 +46,17 @@ step() {
 # gotest ARGS...: go test -json into the step's stream.
 gotest() { go test -json "$@" >>"$ALLBASH_JSON"; }
 
-# The go command's tests of what patches 0001 (go.env) and 0002 (build-ID keyed cache for
-# suffixed versions) change: cmd/internal/objabi whole, cmd/go/internal/work's unit tests, and
-# the cmd/go tests about toolchains, versions, build IDs and the build cache.
-cmdgo_tests='TestNewReleaseRebuildsStalePackagesInGOPATH|TestCacheListStale|TestCacheCoverage|TestTestCache|TestNeedVersion'
-cmdgo_scripts='gotoolchain_.*|go_version|version|version_build_settings|build_cache_.*|cache_.*|build_nocache|toolexec|env_cache|env_changed|install_rebuild_removed|install_move_not_stale|goroot_executable|mod_toolchain|mod_get_toolchain'
+# The go command's tests of what patches 0001 (go.env: GOTOOLCHAIN=local) and 0002 (cache keyed by
+# the tools' build IDs for suffixed versions) change: every -short test of cmd/internal/objabi and
+# cmd/go/internal/work, and the cmd/go tests of toolchain selection, versions, staleness and the build cache. Those
+# skip themselves under -short, so they run without it (the step's time: doc/benchmarks.md,
+# "all.bash steps").
+cmdgo_tests='TestNeedVersion|TestNewReleaseRebuildsStalePackagesInGOPATH'
+cmdgo_scripts='gotoolchain_.*|go_version|version|env_changed|env_cache|mod_toolchain|mod_get_toolchain|install_rebuild_removed|install_move_not_stale|build_cache_compile|build_cache_link|build_cache_output|build_cache_disabled|build_cache_trimpath|build_nocache|cache_unix|cache_vet'
 cmdgo() {
 	local rc=0
 	gotest -short -count=1 cmd/internal/objabi cmd/go/internal/work || rc=1
-	gotest -short -count=1 -run "^(TestScript|$cmdgo_tests)\$/^($cmdgo_scripts)\$" cmd/go || rc=1
+	gotest -count=1 -timeout=30m -run "^(TestScript|$cmdgo_tests)\$/^($cmdgo_scripts)\$" cmd/go || rc=1
 	return $rc
 }
 
