@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	fpcheckBin string // built once by TestMain
+	fpcheckBin string // built once by TestMain, for go vet -vettool
 	tmpRoot    string
 )
 
@@ -100,26 +100,27 @@ func build(t *testing.T, goBin, pkg, name string, env []string, flags ...string)
 	return out
 }
 
-// fpcheck runs the built fpcheck and returns its exit code and output.
-func fpcheck(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
+// fpcheck runs fpcheck in process and returns its exit code and output.
+func fpcheck(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, fpcheckBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("fpcheck %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
+	code := cli(args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
+}
+
+// fpcheckIn runs fpcheck in process in directory dir with the environment
+// variables env (NAME=VALUE) set, restoring both afterwards.
+func fpcheckIn(t *testing.T, dir string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Run(strings.Join(args, " "), func(t *testing.T) {
+		t.Chdir(dir)
+		for _, e := range env {
+			k, v, _ := strings.Cut(e, "=")
+			t.Setenv(k, v)
+		}
+		code, stdout, stderr = fpcheck(t, args...)
+	})
+	return code, stdout, stderr
 }
 
 func haveCgo(t *testing.T) {

@@ -113,7 +113,7 @@ func goVet(goBin, dir string, env []string) ([]byte, error) {
 // so go vet -vettool still reaches the analyzer with either toolchain; the
 // standalone driver loads packages through go list -compiled, which does
 // assemble, so with the fork's go command it reports the assembler's
-// rejection (exit 2) and it finds the plant itself only with a go command
+// rejection (exit 3) and it finds the plant itself only with a go command
 // whose assembler has no such check (upstream go1.27.3, skipped when
 // unavailable). A stack-switch plant, outside the assembler's check, is
 // found by every route with either toolchain.
@@ -177,26 +177,26 @@ func TestVetTool(t *testing.T) {
 			}
 
 			// The standalone driver.
-			code, stdout, stderr := fpcheck(t, planted, env, "./...")
+			code, stdout, stderr := fpcheckIn(t, planted, env, "./...")
 			if tc.asmCheck {
-				if code != 2 || !strings.Contains(stderr, wantAsm) {
-					t.Errorf("%s: fpcheck ./...: exit %d, want 2 with the assembler's rejection %q\n%s%s", pre, code, wantAsm, stdout, stderr)
+				if code != exitFailure || !strings.Contains(stderr, wantAsm) {
+					t.Errorf("%s: fpcheck ./...: exit %d, want 3 with the assembler's rejection %q\n%s%s", pre, code, wantAsm, stdout, stderr)
 				}
 			} else if code != 1 || !strings.Contains(stderr, want) {
 				t.Errorf("%s: fpcheck ./...: exit %d, want 1 with %q\n%s%s", pre, code, want, stdout, stderr)
 			}
-			code, stdout, stderr = fpcheck(t, switched, env, "./...")
+			code, stdout, stderr = fpcheckIn(t, switched, env, "./...")
 			if code != 1 || !strings.Contains(stderr, wantSwitch) {
 				t.Errorf("%s: fpcheck ./... on the stack-switch plant: exit %d, want 1 with %q\n%s%s", pre, code, wantSwitch, stdout, stderr)
 			}
-			code, stdout, stderr = fpcheck(t, clean, env, "./...")
+			code, stdout, stderr = fpcheckIn(t, clean, env, "./...")
 			if code != 0 {
 				t.Errorf("%s: fpcheck ./... on the fixed package: exit %d\n%s%s", pre, code, stdout, stderr)
 			}
 		}
 	}
-	code, _, stderr := fpcheck(t, planted, nil, "./nonexistent/...")
-	if code != 2 {
-		t.Errorf("fpcheck on a bad pattern: exit %d, want 2\n%s", code, stderr)
+	code, _, stderr := fpcheckIn(t, planted, nil, "./nonexistent/...")
+	if code != exitFailure {
+		t.Errorf("fpcheck on a bad pattern: exit %d, want 3\n%s", code, stderr)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/fpchain"
 )
 
 // stackWords is how many words above SP the program copies for the
@@ -274,7 +275,7 @@ func bpInFrame(bin *gobin.Binary, bias uint64, r target.Regs) bool {
 	}
 	spd := f.SPDelta(r.PC - bias)
 	// spd 0: nothing pushed yet (or a frameless function), BP is the caller's.
-	return spd < 0 || spd > 0 && r.FP == r.SP+uint64(spd)-8
+	return spd < 0 || fpchain.InFrameRecord(fpchain.Frame{Arch: bin.Arch, PC: r.PC - bias, HaveRegs: true, SPDelta: spd, SP: r.SP, FP: r.FP})
 }
 
 // wordMem serves reads from the words copied above SP.

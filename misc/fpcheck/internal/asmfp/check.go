@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/fpcheck/internal/boundary"
+	"fpsafe.dev/misc/internal/fpchain"
 )
 
 // A finding is reported at a source line.
@@ -33,7 +33,7 @@ func prepare(f *asmFunc, r *archRegs) *fn {
 	}
 	for i := range p.cls {
 		c := &p.cls[i]
-		if (c.kind == kCall || c.kind == kTail) && boundary.NoReturn[calleeName(c.target, f)] {
+		if (c.kind == kCall || c.kind == kTail) && fpchain.NoReturn[calleeName(c.target, f)] {
 			c.noReturn = true
 		}
 		if c.kind == kJump || c.kind == kCondJump {
@@ -193,7 +193,7 @@ func calleeName(t string, f *asmFunc) string {
 // from C, must clear or deliberately set the frame pointer before its first
 // call; one entered from C must save it first.
 func checkTopframe(f *asmFunc, r *archRegs) []finding {
-	_, cabi := boundary.CABIEntries[f.name]
+	_, cabi := fpchain.CEntries[f.name]
 	if !f.topframe && !cabi || f.linkNote {
 		return nil
 	}
@@ -224,7 +224,7 @@ func checkTopframe(f *asmFunc, r *archRegs) []finding {
 		c := &p.cls[i]
 		if isCall(c) && !s.called {
 			s.called = true
-			if !s.handled && !boundary.RootCallees[calleeName(c.target, f)] && !f.insts[i].linkNote {
+			if !s.handled && !fpchain.RootCallees[calleeName(c.target, f)] && !f.insts[i].linkNote {
 				add(i, fmt.Sprintf("%s %s calls %s with the caller's frame pointer live: clear it (or link it deliberately) before the call", what, f.name, c.target))
 			}
 		}
@@ -236,7 +236,7 @@ func checkTopframe(f *asmFunc, r *archRegs) []finding {
 // checkStackSwitch reports calls made on a new stack while the frame pointer
 // still points into the old one.
 func checkStackSwitch(f *asmFunc, r *archRegs) []finding {
-	if _, ok := boundary.DocumentedLinks[f.name]; ok || f.linkNote {
+	if _, ok := fpchain.Links[f.name]; ok || f.linkNote {
 		return nil
 	}
 	p := prepare(f, r)
@@ -246,7 +246,7 @@ func checkStackSwitch(f *asmFunc, r *archRegs) []finding {
 		s = p.apply(i, s, nil)
 		c := &p.cls[i]
 		if (isCall(c) || c.kind == kTail || c.kind == kIndirect) && s.switched && !s.fpNew && !f.insts[i].linkNote && !seen[i] {
-			if !boundary.RootCallees[calleeName(c.target, f)] {
+			if !fpchain.RootCallees[calleeName(c.target, f)] {
 				seen[i] = true
 				out = append(out, finding{f.insts[i].line, fmt.Sprintf("%s switches stacks and then calls %s with the frame pointer still pointing into the old stack: clear it, or link it deliberately (annotate with // %s and say why)", f.name, c.target, LinkAnnotation)})
 			}

@@ -34,20 +34,20 @@ import (
 	"sort"
 	"strings"
 
-	"fpsafe.dev/misc/fpcheck/internal/boundary"
 	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/fpchain"
 )
 
 var errShort = errors.New("truncated instruction")
 
 // Finding is one violation.
 type Finding struct {
-	Func   string
-	Off    uint64
-	PC     uint64
-	Insn   string
-	Rule   string // "root", "c-abi", "stack-switch"
-	Detail string
+	Func   string `json:"func"`
+	Off    uint64 `json:"off"`
+	PC     uint64 `json:"pc"`
+	Insn   string `json:"insn"`
+	Rule   string `json:"rule"` // "root", "c-abi", "stack-switch"
+	Detail string `json:"detail"`
 }
 
 func (f Finding) String() string {
@@ -56,19 +56,19 @@ func (f Finding) String() string {
 
 // FuncReport is the result for one checked function.
 type FuncReport struct {
-	Name     string
-	Entry    uint64
-	Kinds    []string
-	Findings []Finding
-	Note     string
+	Name     string    `json:"name"`
+	Entry    uint64    `json:"entry"`
+	Kinds    []string  `json:"kinds"`
+	Findings []Finding `json:"findings,omitempty"`
+	Note     string    `json:"note,omitempty"`
 }
 
 // Report is the result for one binary.
 type Report struct {
-	Path   string
-	Arch   string
-	NFuncs int
-	Funcs  []FuncReport
+	Path   string       `json:"path"`
+	Arch   string       `json:"arch"`
+	NFuncs int          `json:"nfuncs"`
+	Funcs  []FuncReport `json:"funcs"`
 }
 
 // Violations counts the findings.
@@ -113,8 +113,8 @@ func Check(b *gobin.Binary) (*Report, error) {
 	for i := range b.Funcs {
 		f := &b.Funcs[i]
 		root := f.TopFrame()
-		_, cabi := boundary.CABIEntries[f.Name]
-		_, isSwitch := boundary.Switches[f.Name]
+		_, cabi := fpchain.CEntries[f.Name]
+		_, isSwitch := fpchain.Switches[f.Name]
 		sw := f.Flag&gobin.FlagSPWrite != 0 || isSwitch
 		if !root && !cabi && !sw {
 			continue
@@ -137,7 +137,7 @@ func Check(b *gobin.Binary) (*Report, error) {
 		if sw {
 			fr.Kinds = append(fr.Kinds, "spwrite")
 		}
-		_, link := boundary.DocumentedLinks[f.Name]
+		_, link := fpchain.Links[f.Name]
 		if link {
 			fr.Kinds = append(fr.Kinds, "documented-link")
 		}
@@ -361,7 +361,7 @@ func (a *analysis) step(in *insn, s state) (state, bool, int) {
 		if in.flow != flowCall {
 			verb = "jumps to"
 		}
-		if !boundary.RootCallees[name] && !(in.flow == flowCall && a.storesNoFrame(in.target)) {
+		if !fpchain.RootCallees[name] && !(in.flow == flowCall && a.storesNoFrame(in.target)) {
 			// A tail jump leaves no frame of this function behind: the target
 			// runs as if entered directly, and is checked itself if it is a root.
 			if a.root && !s.handled && !s.called && in.flow == flowCall {
@@ -428,7 +428,7 @@ func (a *analysis) note() string {
 		}
 	}
 	if a.link {
-		parts = append(parts, "documented link: "+boundary.DocumentedLinks[a.f.Name])
+		parts = append(parts, "documented link: "+fpchain.Links[a.f.Name])
 	}
 	if a.switches == 0 && !a.root {
 		parts = append(parts, "no stack switch")

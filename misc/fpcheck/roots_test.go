@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/fpchain"
+)
+
+// TestRootsMatchRuntime checks fpchain's lists against the runtime of the
+// toolchain under test: every Go root the list names for an architecture
+// exists in a binary of it, a root marked TopFrame is TOPFRAME in the
+// pclntab, and every TOPFRAME function, in the pclntab or in the runtime's
+// linux .s files, is a listed root.
+func TestRootsMatchRuntime(t *testing.T) {
+	type target struct {
+		arch string
+		cgo  bool
+		path string
+	}
+	targets := []target{
+		{"amd64", false, build(t, goTool(), "./testdata/progs/hello", "hello", []string{"CGO_ENABLED=0"})},
+		{"arm64", false, build(t, goTool(), "./testdata/progs/hello", "hello-arm64", []string{"GOARCH=arm64"})},
+	}
+	if _, err := os.Stat("/usr/bin/gcc"); err == nil {
+		targets = append(targets, target{"amd64", true, build(t, goTool(), "./testdata/progs/cgocb", "cgocb", nil)})
+	}
+	for _, tg := range targets {
+		b, err := gobin.Open(tg.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top := map[string]bool{}
+		for i := range b.Funcs {
+			f := &b.Funcs[i]
+			top[f.Name] = f.TopFrame()
+			if r, ok := fpchain.Roots[f.Name]; f.TopFrame() && (!ok || !r.TopFrame) {
+				t.Errorf("%s/%s: TOPFRAME function %s is not a TopFrame root in fpchain.Roots", tg.arch, filepath.Base(tg.path), f.Name)
+			}
+		}
+		b.Close()
+		for name, r := range fpchain.Roots {
+			if r.C || r.Arch != "" && r.Arch != tg.arch || r.Cgo == "yes" && !tg.cgo || r.Cgo == "no" && tg.cgo {
+				continue
+			}
+			isTop, ok := top[name]
+			switch {
+			case !ok:
+				t.Errorf("%s/%s: root %s is not in the pclntab", tg.arch, filepath.Base(tg.path), name)
+			case r.TopFrame && !isTop:
+				t.Errorf("%s/%s: root %s is listed as TOPFRAME but the pclntab does not say so", tg.arch, filepath.Base(tg.path), name)
+			}
+		}
+	}
+
+	// The runtime's assembly for the two architectures on linux.
+	textRE := regexp.MustCompile(`(?m)^TEXT\s+([^(]+)\(SB\),\s*([A-Z|]+)`)
+	var files []string
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, pat := range []string{"runtime/asm_%s.s", "runtime/sys_linux_%s.s", "runtime/rt0_linux_%s.s", "runtime/cgo/*_%s.s", "runtime/cgo/*_linux_%s.s"} {
+			m, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", strings.ReplaceAll(pat, "%s", arch)))
+			files = append(files, m...)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatalf("no runtime assembly under %s", runtime.GOROOT())
+	}
+	ntop := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg := "runtime"
+		if filepath.Base(filepath.Dir(file)) == "cgo" {
+			pkg = "runtime/cgo"
+		}
+		for _, m := range textRE.FindAllStringSubmatch(string(data), -1) {
+			if !strings.Contains(m[2], "TOPFRAME") {
+				continue
+			}
+			ntop++
+			name := strings.TrimSuffix(m[1], "<>")
+			if strings.HasPrefix(name, "·") {
+				name = pkg + name
+			}
+			name = strings.ReplaceAll(name, "·", ".")
+			if r, ok := fpchain.Roots[name]; !ok || !r.TopFrame {
+				t.Errorf("%s: TOPFRAME function %s is not a TopFrame root in fpchain.Roots", filepath.Base(file), name)
+			}
+		}
+	}
+	if ntop < 6 {
+		t.Errorf("found %d TOPFRAME functions in %d runtime .s files; want at least rt0_go, mstart, goexit on both architectures", ntop, len(files))
+	}
+}
