@@ -21,7 +21,7 @@ func cmdBinary(args []string, stdout, stderr io.Writer) error {
 			"Checks that every TOPFRAME function and every function entered from C or the\n"+
 			"kernel clears or deliberately links the frame pointer before its first call,\n"+
 			"and that stack switches do not call on the new stack with a frame pointer into\n"+
-			"the old one.\n\n%sFlags:\n", exitText)
+			"the old one.\n\n%s\nFlags:\n", exitText)
 		fs.PrintDefaults()
 	}
 	if err := parseArgs(fs, args, stderr); err != nil {

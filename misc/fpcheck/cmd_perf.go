@@ -27,7 +27,7 @@ func cmdPerf(args []string, stdout, stderr io.Writer) error {
 			"       fpcheck perf -i FILE\n\n"+
 			"Records CMD with perf record --call-graph fp and checks every user-space chain:\n"+
 			"symbolizable, return addresses after calls, no loops, ending at a documented root.\n"+
-			"With -i, checks a recorded perf script; the binaries it names must still exist.\n\n%sFlags:\n", exitText)
+			"With -i, checks a recorded perf script; the binaries it names must still exist.\n\n%s\nFlags:\n", exitText)
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(stderr)

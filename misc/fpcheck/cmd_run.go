@@ -119,7 +119,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), "usage: fpcheck run [-timeout D] [-q] -- CMD ARGS...\n\n"+
 			"Runs CMD with GODEBUG=fpunwindcheck=1 added, copies its output, and checks the\n"+
 			"runtime's report of frame-pointer unwinds cross-checked against gentraceback.\n"+
-			"A crash, a timeout or a missing report is a failure.\n\n%sFlags:\n", exitText)
+			"A crash, a timeout or a missing report is a failure.\n\n%s\nFlags:\n", exitText)
 		fs.PrintDefaults()
 	}
 	if err := parseArgs(fs, args, stderr); err != nil {

@@ -119,7 +119,7 @@ func analyze(args []string, stdout, stderr io.Writer) error {
 		for _, a := range asmfp.Analyzers {
 			fmt.Fprintf(fs.Output(), "  %-14s %s\n", a.Name, strings.SplitN(a.Doc, "\n", 2)[0])
 		}
-		fmt.Fprintf(fs.Output(), "\n%sFlags:\n", exitText)
+		fmt.Fprintf(fs.Output(), "\n%s\nFlags:\n", exitText)
 		fs.PrintDefaults()
 	}
 	if err := parseArgs(fs, args, stderr); err != nil {
