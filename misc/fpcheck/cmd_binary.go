@@ -56,6 +56,7 @@ func checkBinary(stdout io.Writer, path, dis string, verbose, jsonOut bool) erro
 	if jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "\t")
+		enc.SetEscapeHTML(false)
 		if err := enc.Encode(r); err != nil {
 			return err
 		}

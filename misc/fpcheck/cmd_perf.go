@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,10 +22,11 @@ func cmdPerf(args []string, stdout, stderr io.Writer) error {
 	outDir := fs.String("o", "", "keep perf.data and perf.script in `dir` (default: a temporary directory, removed)")
 	freq := fs.Int("F", 999, "sampling frequency in Hz")
 	timeout := fs.Duration("timeout", 0, "kill the program after `duration` (0: no limit)")
+	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	input := fs.String("i", "", "check the recorded `file` (perf script -F comm,tid,ip,sym,dso output) instead of running a program")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: fpcheck perf [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n"+
-			"       fpcheck perf -i FILE\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: fpcheck perf [-json] [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n"+
+			"       fpcheck perf [-json] -i FILE\n\n"+
 			"Records CMD with perf record --call-graph fp and checks every user-space chain:\n"+
 			"symbolizable, return addresses after calls, no loops, ending at a documented root.\n"+
 			"With -i, checks a recorded perf script; the binaries it names must still exist.\n\n%s\nFlags:\n", exitText)
@@ -43,7 +45,7 @@ func cmdPerf(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("perf: %w", err)
 		}
 		defer f.Close()
-		return checkPerfScript(stdout, f)
+		return checkPerfScript(stdout, f, *jsonOut)
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -86,8 +88,10 @@ func cmdPerf(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("perf: %w", err)
 		}
 	}
-	fmt.Fprintf(stdout, "fpcheck perf: %s ran %v\n", path, time.Since(start).Round(time.Millisecond))
-	err = checkPerfScript(stdout, &out)
+	if !*jsonOut {
+		fmt.Fprintf(stdout, "fpcheck perf: %s ran %v\n", path, time.Since(start).Round(time.Millisecond))
+	}
+	err = checkPerfScript(stdout, &out, *jsonOut)
 	var fe *findingsError
 	if err != nil && !errors.As(err, &fe) {
 		return err
@@ -99,14 +103,27 @@ func cmdPerf(args []string, stdout, stderr io.Writer) error {
 }
 
 // checkPerfScript checks the chains of a perf script and writes the report.
-func checkPerfScript(stdout io.Writer, script io.Reader) error {
+func checkPerfScript(stdout io.Writer, script io.Reader, jsonOut bool) error {
 	samples, err := perfcheck.ParseScript(script)
 	if err != nil {
 		return fmt.Errorf("perf: %w", err)
 	}
 	c := perfcheck.NewChecker(maxStack())
 	r := c.Check(samples)
-	r.Write(stdout)
+	if jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "\t")
+		enc.SetEscapeHTML(false)
+		err := enc.Encode(struct {
+			*perfcheck.Result
+			Violations int `json:"violations"`
+		}{r, r.Violations()})
+		if err != nil {
+			return err
+		}
+	} else {
+		r.Write(stdout)
+	}
 	if r.Samples-r.Kinds[perfcheck.KernelOnly] == 0 {
 		return errors.New("perf: no user-space samples recorded")
 	}

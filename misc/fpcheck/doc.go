@@ -8,8 +8,8 @@
 //	go vet -vettool=$(which fpcheck) PACKAGES
 //	fpcheck binary [-json] [-v] [-d FUNC] FILE...  check Go ELF binaries (amd64, arm64)
 //	fpcheck run [-timeout D] [-q] -- CMD ARGS
-//	fpcheck perf [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS
-//	fpcheck perf -i FILE                           check a recorded perf script
+//	fpcheck perf [-json] [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS
+//	fpcheck perf [-json] -i FILE                   check a recorded perf script
 //
 // Exit status: 0 clean, 1 findings, 2 usage error (bad flags or
 // arguments), 3 failure (a package that does not load, a bad file, not ELF,
@@ -97,7 +97,7 @@
 //
 // The tests call run in process; only go vet -vettool runs a built fpcheck.
 // Every output format has a golden file, testdata/NAME.golden, rewritten by
-// go test -update: binary reports (text, -v, -json) and a perf report of
+// go test -update: binary reports (text, -v, -json) and perf reports (text, -json) of
 // programs built by upstream go1.27.3 (reproducibly, so the files hold on
 // any machine), run reports over a fake program, and the analyzers'
 // diagnostics as text, JSON and go vet prints them.

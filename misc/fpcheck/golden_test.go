@@ -89,6 +89,8 @@ func TestGoldenPerf(t *testing.T) {
 	}
 	code, stdout, stderr := fpcheck(t, "perf", "-i", script)
 	golden(t, "perf-spin", streams(code, stdout, stderr))
+	code, stdout, stderr = fpcheck(t, "perf", "-json", "-i", script)
+	golden(t, "perf-spin-json", streams(code, stdout, stderr))
 }
 
 func TestGoldenRun(t *testing.T) {

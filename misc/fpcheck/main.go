@@ -112,8 +112,8 @@ func analyze(args []string, stdout, stderr io.Writer) error {
 			"       go vet -vettool=$(which fpcheck) PACKAGES\n"+
 			"       fpcheck binary [-json] [-v] [-d FUNC] FILE...\n"+
 			"       fpcheck run [-timeout D] [-q] -- CMD ARGS...\n"+
-			"       fpcheck perf [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n"+
-			"       fpcheck perf -i FILE\n\n"+
+			"       fpcheck perf [-json] [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n"+
+			"       fpcheck perf [-json] -i FILE\n\n"+
 			"Analyses Go assembly (amd64, arm64) for frame-pointer chains that do not end or\n"+
 			"link where they must. Analyzers:\n")
 		for _, a := range asmfp.Analyzers {

@@ -114,7 +114,7 @@ func TestRunUsage(t *testing.T) {
 	}{
 		{[]string{"run"}, exitUsage, "usage: fpcheck run [-timeout D] [-q]"},
 		{[]string{"run", "-bogus"}, exitUsage, "flag provided but not defined: -bogus"},
-		{[]string{"perf"}, exitUsage, "fpcheck perf -i FILE"},
+		{[]string{"perf"}, exitUsage, "fpcheck perf [-json] -i FILE"},
 		{[]string{"perf", "-i", "x", "prog"}, exitUsage, "-i FILE takes no command"},
 		{[]string{"binary"}, exitUsage, "-json"},
 		{[]string{"-h"}, exitUsage, "Exit status: 0 clean, 1 findings, 2 usage error, 3 failure"},

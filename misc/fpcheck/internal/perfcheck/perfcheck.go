@@ -158,17 +158,20 @@ func isKernel(f Frame) bool {
 
 // Result is the outcome over all samples.
 type Result struct {
-	Samples  int
-	Kinds    map[Kind]int
-	Roots    map[string]int
-	Examples map[Kind][]string
+	Samples  int               `json:"samples"`
+	Kinds    map[Kind]int      `json:"chains"`
+	Roots    map[string]int    `json:"roots"`
+	Examples map[Kind][]string `json:"examples,omitempty"`
 	// Samples with an unsymbolizable frame or a loop anywhere, C leaves
 	// included, split by whose frame pointer the walk started from: Go's
 	// (GoBadLike, also counted as violations), C code of the program (its
 	// cgo C, or a frameless Go leaf called from it, such as
 	// _cgo_topofstack), or a non-Go shared library (libc, ld.so).
-	AnyBadLike, GoBadLike, CBadLike, LibBadLike int
-	BadLike                                     []string // examples of the first two
+	AnyBadLike int      `json:"badAnywhere"`
+	GoBadLike  int      `json:"badFromGoFP"`
+	CBadLike   int      `json:"badFromProgramCFP"`
+	LibBadLike int      `json:"badFromLibraryFP"`
+	BadLike    []string `json:"badExamples,omitempty"` // examples of the first two
 }
 
 // Checker symbolizes frames.
