@@ -120,7 +120,7 @@ func TestGoldenAsm(t *testing.T) {
 	golden(t, "asm-text", clean(streams(code, stdout, stderr)))
 	code, stdout, stderr = fpcheckIn(t, dir, env, "-json", "./...")
 	golden(t, "asm-json", clean(streams(code, stdout, stderr)))
-	out, err := goVet(goTool(), dir, env)
+	out, err := goVet(t, goTool(), dir, env)
 	if err == nil {
 		t.Errorf("go vet -vettool passed the stack-switch plant:\n%s", out)
 	}

@@ -14,27 +14,41 @@ import (
 	"time"
 )
 
-var (
-	fpcheckBin string // built once by TestMain, for go vet -vettool
-	tmpRoot    string
-)
+// vettool is fpcheck built as a binary, for go vet -vettool, which runs
+// it as a separate process; every other test calls cli in process.
+var vettool struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
 
 func TestMain(m *testing.M) {
-	var err error
-	tmpRoot, err = os.MkdirTemp("", "fpcheck-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	fpcheckBin = filepath.Join(tmpRoot, "fpcheck")
-	out, err := exec.Command(goTool(), "build", "-o", fpcheckBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building fpcheck: %v\n%s", err, out)
-		os.Exit(2)
-	}
 	code := m.Run()
-	os.RemoveAll(tmpRoot)
+	if vettool.dir != "" {
+		os.RemoveAll(vettool.dir)
+	}
 	os.Exit(code)
+}
+
+// fpcheckBinary builds fpcheck once and returns its path.
+func fpcheckBinary(t *testing.T) string {
+	t.Helper()
+	vettool.once.Do(func() {
+		vettool.dir, vettool.err = os.MkdirTemp("", "fpcheck-test")
+		if vettool.err != nil {
+			return
+		}
+		vettool.path = filepath.Join(vettool.dir, "fpcheck")
+		out, err := exec.Command(goTool(), "build", "-o", vettool.path, ".").CombinedOutput()
+		if err != nil {
+			vettool.err = fmt.Errorf("building fpcheck: %v\n%s", err, out)
+		}
+	})
+	if vettool.err != nil {
+		t.Fatal(vettool.err)
+	}
+	return vettool.path
 }
 
 // goTool is the go command of the toolchain running the tests.

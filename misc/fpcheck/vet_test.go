@@ -99,8 +99,8 @@ func writeModule(t *testing.T, files map[string]string) string {
 }
 
 // goVet runs goBin vet -vettool=fpcheck ./... in dir.
-func goVet(goBin, dir string, env []string) ([]byte, error) {
-	vet := exec.Command(goBin, "vet", "-vettool="+fpcheckBin, "./...")
+func goVet(t *testing.T, goBin, dir string, env []string) ([]byte, error) {
+	vet := exec.Command(goBin, "vet", "-vettool="+fpcheckBinary(t), "./...")
 	vet.Dir, vet.Env = dir, append(os.Environ(), env...)
 	return vet.CombinedOutput()
 }
@@ -152,15 +152,15 @@ func TestVetTool(t *testing.T) {
 			switchLine := map[string]string{"amd64": "5", "arm64": "6"}[arch]
 			wantSwitch := "p_" + arch + ".s:" + switchLine + ":1: planted.switchbad switches stacks and then calls ·f(SB) with the frame pointer still pointing into the old stack"
 
-			out, err := goVet(tc.goBin, planted, env)
+			out, err := goVet(t, tc.goBin, planted, env)
 			if err == nil || !strings.Contains(string(out), want) {
 				t.Errorf("%s: go vet -vettool: err=%v, want failure with %q\n%s", pre, err, want, out)
 			}
-			out, err = goVet(tc.goBin, switched, env)
+			out, err = goVet(t, tc.goBin, switched, env)
 			if err == nil || !strings.Contains(string(out), wantSwitch) {
 				t.Errorf("%s: go vet -vettool on the stack-switch plant: err=%v, want failure with %q\n%s", pre, err, wantSwitch, out)
 			}
-			if out, err := goVet(tc.goBin, clean, env); err != nil {
+			if out, err := goVet(t, tc.goBin, clean, env); err != nil {
 				t.Errorf("%s: go vet -vettool on the fixed package: %v\n%s", pre, err, out)
 			}
 
