@@ -15,8 +15,9 @@ import (
 // TestRootsMatchRuntime checks fpchain's lists against the runtime of the
 // toolchain under test: every Go root the list names for an architecture
 // exists in a binary of it, a root marked TopFrame is TOPFRAME in the
-// pclntab, and every TOPFRAME function, in the pclntab or in the runtime's
-// linux .s files, is a listed root.
+// pclntab, every TOPFRAME function, in the pclntab or in the runtime's
+// linux .s files, is a listed root, and every other function fpchain names
+// exists.
 func TestRootsMatchRuntime(t *testing.T) {
 	type target struct {
 		arch string
@@ -30,6 +31,7 @@ func TestRootsMatchRuntime(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/gcc"); err == nil {
 		targets = append(targets, target{"amd64", true, build(t, goTool(), "./testdata/progs/cgocb", "cgocb", nil)})
 	}
+	seen := map[string]bool{} // functions in any of the targets
 	for _, tg := range targets {
 		b, err := gobin.Open(tg.path)
 		if err != nil {
@@ -39,6 +41,7 @@ func TestRootsMatchRuntime(t *testing.T) {
 		for i := range b.Funcs {
 			f := &b.Funcs[i]
 			top[f.Name] = f.TopFrame()
+			seen[f.Name] = true
 			if r, ok := fpchain.Roots[f.Name]; f.TopFrame() && (!ok || !r.TopFrame) {
 				t.Errorf("%s/%s: TOPFRAME function %s is not a TopFrame root in fpchain.Roots", tg.arch, filepath.Base(tg.path), f.Name)
 			}
@@ -54,6 +57,25 @@ func TestRootsMatchRuntime(t *testing.T) {
 				t.Errorf("%s/%s: root %s is not in the pclntab", tg.arch, filepath.Base(tg.path), name)
 			case r.TopFrame && !isTop:
 				t.Errorf("%s/%s: root %s is listed as TOPFRAME but the pclntab does not say so", tg.arch, filepath.Base(tg.path), name)
+			}
+		}
+	}
+
+	// The other lists name functions of these programs too, but for the
+	// race runtime's, which only -race builds link, and _rt0_*_lib, which
+	// only c-archive and c-shared builds link.
+	raceOnly := map[string]bool{"racecall": true, "runtime.racecallatomic": true}
+	for list, m := range map[string]map[string]string{"CEntries": fpchain.CEntries, "Links": fpchain.Links, "Switches": fpchain.Switches} {
+		for name := range m {
+			if !seen[name] && !raceOnly[name] && !strings.HasSuffix(name, "_lib") {
+				t.Errorf("fpchain.%s names %s, which none of the test programs has", list, name)
+			}
+		}
+	}
+	for _, l := range []map[string]bool{fpchain.RootCallees, fpchain.NoReturn} {
+		for name := range l {
+			if !seen[name] {
+				t.Errorf("fpchain lists %s, which none of the test programs has", name)
 			}
 		}
 	}
