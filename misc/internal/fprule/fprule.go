@@ -261,3 +261,26 @@ func (s State) Call(f Function, c Call) (State, Verdict) {
 	}
 	return s, v
 }
+
+// A LeafStep is what StoresNoFrame needs to know of one instruction.
+type LeafStep struct {
+	SavesFP bool // stores the frame pointer to memory
+	Calls   bool // calls, or jumps through a register
+	Leaves  bool // jumps out of the function (a tail call)
+}
+
+// StoresNoFrame reports whether a function made of steps, with no frame
+// record of its own, never stores the frame pointer, calls, or leaves but
+// by returning (arm64's load_g and save_g). Calling such a leaf with any
+// frame pointer leaves no frame record for an unwinder to follow, so the
+// machine-code checker, which can read the callee, exempts the call
+// (Call.Exempt). The source checker and the assembler's rule see one
+// function at a time and do not: there the call is reported.
+func StoresNoFrame(steps []LeafStep) bool {
+	for _, s := range steps {
+		if s.SavesFP || s.Calls || s.Leaves {
+			return false
+		}
+	}
+	return true
+}

@@ -321,13 +321,16 @@ func (a *analysis) storesNoFrame(pc uint64) bool {
 		return false
 	}
 	insns, _ := decodeAll(code, f.Entry, a.decode)
-	for _, in := range insns {
-		if in.fpSt || in.flow == flowCall || in.flow == flowIndirect || in.flow == flowJump && (in.target < f.Entry || in.target >= f.End) {
-			return false
+	steps := make([]fprule.LeafStep, len(insns))
+	for i, in := range insns {
+		steps[i] = fprule.LeafStep{
+			SavesFP: in.fpSt,
+			Calls:   in.flow == flowCall || in.flow == flowIndirect,
+			Leaves:  in.flow == flowJump && (in.target < f.Entry || in.target >= f.End),
 		}
 	}
-	a.leafCache[pc] = true
-	return true
+	a.leafCache[pc] = fprule.StoresNoFrame(steps)
+	return a.leafCache[pc]
 }
 
 func (a *analysis) note() string {
