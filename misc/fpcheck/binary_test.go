@@ -133,3 +133,26 @@ func TestBinaryNoSectionHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestBinarySeveral: each file is reported; a bad one makes the exit a
+// failure whatever the others found, with one line for it on stderr.
+func TestBinarySeveral(t *testing.T) {
+	up := reproducible(t, "./testdata/progs/hello", "hello", "amd64") // has findings
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		files []string
+		want  int
+	}{
+		{[]string{up, up}, exitFindings},
+		{[]string{up, missing}, exitFailure},
+		{[]string{missing, up}, exitFailure},
+	} {
+		code, stdout, stderr := fpcheck(t, append([]string{"binary"}, tc.files...)...)
+		if code != tc.want || strings.Count(stdout, up+": amd64") != strings.Count(strings.Join(tc.files, " "), up) {
+			t.Errorf("fpcheck binary %v: exit %d, want %d, and a report per readable file\n%s%s", tc.files, code, tc.want, stdout, stderr)
+		}
+		if want := strings.Count(strings.Join(tc.files, " "), missing); strings.Count(stderr, "\n") != want || strings.Count(stderr, "fpcheck: ") != want {
+			t.Errorf("fpcheck binary %v: stderr should have one line per bad file:\n%s", tc.files, stderr)
+		}
+	}
+}

@@ -47,8 +47,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		return exitClean
 	}
 	code := exitCode(err)
-	if msg := err.Error(); msg != "" {
-		for _, l := range strings.Split(msg, "\n") {
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l != "" {
 			fmt.Fprintf(stderr, "fpcheck: %s\n", l)
 		}
 	}
