@@ -44,6 +44,12 @@
 // reasons, in fpsafe.dev/misc/internal/fpchain, shared with binary and perf
 // mode.
 //
+// Source and binary mode reduce each instruction to its effect on the frame
+// and stack pointers and follow every path with one model of the rules
+// (fpsafe.dev/misc/internal/fprule). They differ only in what each can
+// see: the source has the fpcheck:link annotations, the machine code the
+// assembler's prologues and the callees' code.
+//
 // # Binary mode
 //
 // fpcheck binary finds the pclntab (.gopclntab, or by its magic) and the
@@ -95,12 +101,14 @@
 //
 // # Tests
 //
-// The tests call run in process; only go vet -vettool runs a built fpcheck.
+// The tests call cli in process; only go vet -vettool runs a built fpcheck.
 // Every output format has a golden file, testdata/NAME.golden, rewritten by
-// go test -update: binary reports (text, -v, -json) and perf reports (text, -json) of
-// programs built by upstream go1.27.3 (reproducibly, so the files hold on
-// any machine), run reports over a fake program, and the analyzers'
-// diagnostics as text, JSON and go vet prints them.
+// go test -update: binary reports (text, -v, -json) and perf reports (text,
+// -json) of programs built by upstream go1.27.3 (reproducibly, so the files
+// hold on any machine), run reports over a fake program, and the
+// analyzers' diagnostics as text, JSON and go vet prints them.
+// TestRootsMatchRuntime checks the shared list of roots and links
+// (fpsafe.dev/misc/internal/fpchain) against the runtime under test.
 //
 // go test ./... in this module runs the analyzers' analysistest suites (both
 // architectures), go vet -vettool over a planted violation, binary mode over
