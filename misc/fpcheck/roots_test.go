@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -119,5 +120,33 @@ func TestRootsMatchRuntime(t *testing.T) {
 	}
 	if ntop < 6 {
 		t.Errorf("found %d TOPFRAME functions in %d runtime .s files; want at least rt0_go, mstart, goexit on both architectures", ntop, len(files))
+	}
+}
+
+// TestReturnMarkersMatchRuntime: the PC gosave_systemstack_switch plants
+// in g.sched is systemstack_switch plus an offset the runtime's assembly
+// spells out; fpchain must accept exactly that return address.
+func TestReturnMarkersMatchRuntime(t *testing.T) {
+	for arch, re := range map[string]*regexp.Regexp{
+		"amd64": regexp.MustCompile(`\$runtime·systemstack_switch\+(\d+)\(SB\)`),
+		"arm64": regexp.MustCompile(`\$runtime·systemstack_switch\(SB\), (R\d+)\n\s*ADD\s+\$(\d+), R\d+`),
+	} {
+		file := filepath.Join(runtime.GOROOT(), "src", "runtime", "asm_"+arch+".s")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := re.FindStringSubmatch(string(data))
+		if m == nil {
+			t.Errorf("%s: no PC computed from systemstack_switch (pattern %s); has gosave_systemstack_switch changed?", filepath.Base(file), re)
+			continue
+		}
+		off, _ := strconv.ParseUint(m[len(m)-1], 10, 64)
+		if !fpchain.IsReturnMarker(arch, "runtime.systemstack_switch", off) {
+			t.Errorf("%s: the runtime plants systemstack_switch+%d, which fpchain.IsReturnMarker does not accept", arch, off)
+		}
+		if fpchain.IsReturnMarker(arch, "runtime.systemstack_switch", off+1) {
+			t.Errorf("%s: fpchain.IsReturnMarker accepts systemstack_switch+%d too", arch, off+1)
+		}
 	}
 }
