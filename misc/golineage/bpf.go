@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
@@ -38,7 +38,7 @@ const stackWords = 8
 const walkFrames = 128
 
 // bpfScript returns the bpftrace program.
-func bpfScript(pid int, pf profileFlags, view *lineage.View) string {
+func bpfScript(pid int, pf profileFlags, view *lineageabi.View) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "profile:hz:%d /pid == %d/ {\n", pf.hz, pid)
 	// The user registers, also when the sample hit in the kernel: the entry
@@ -101,14 +101,14 @@ func probeBPF() error {
 	return nil
 }
 
-func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf profileFlags, b *pprofout.Builder) error {
+func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
 	if bin.Arch != "amd64" {
 		return fmt.Errorf("the bpf collector supports amd64 only (executable is %s)", bin.Arch)
 	}
 	if _, err := exec.LookPath("bpftrace"); err != nil {
 		return errors.New("the bpf collector needs bpftrace, which is not installed (Debian: apt-get install bpftrace)")
 	}
-	var view *lineage.View
+	var view *lineageabi.View
 	if abi != nil {
 		// The program embeds run-time header fields; read them without
 		// stopping the process (they are written once, before any goroutine).
@@ -157,7 +157,7 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf pro
 
 // parseBPF reads the program's output: per sample an S line (tid, thread
 // pointer, ip, sp, bp), a W line (stack words), optional L lines (lineage
-// records, see lineage.ParseBpftraceLine), F lines of return addresses from
+// records, see lineageabi.ParseBpftraceLine), F lines of return addresses from
 // the frame-pointer walk (8 per line, 0 past the end) and an E line.
 //
 // A READY line says the probes are attached; ready (if not nil) is called.
@@ -255,7 +255,7 @@ func (s *bpfSample) stitch(out *pprofout.Sample, withLineage bool) {
 	if !withLineage {
 		return
 	}
-	goid, chain, err := lineage.ParseBpftrace(s.lineage, s.tid)
+	goid, chain, err := lineageabi.ParseBpftrace(s.lineage, s.tid)
 	if err != nil {
 		lineageDropped++
 		return

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 // The fixtures are built with the go command on PATH (the toolchain running
@@ -96,7 +96,7 @@ func requireABI(t *testing.T, exe string) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := lineage.Find(b); err != nil {
+	if _, err := lineageabi.Find(b.ELF); err != nil {
 		t.Skipf("skipping: the fixture's runtime has no lineage ABI (%v); set GOLINEAGE_FIXTURE_GO to a toolchain that has it", err)
 	}
 }
@@ -422,7 +422,7 @@ func TestNoABI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data = bytes.ReplaceAll(data, lineage.Magic, make([]byte, len(lineage.Magic)))
+	data = bytes.ReplaceAll(data, lineageabi.Magic, make([]byte, len(lineageabi.Magic)))
 	noabi := filepath.Join(t.TempDir(), "noabi")
 	if err := os.WriteFile(noabi, data, 0o755); err != nil {
 		t.Fatal(err)

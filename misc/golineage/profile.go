@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
@@ -140,7 +140,7 @@ func writeProfile(b *pprofout.Builder, pf profileFlags) error {
 // samplePtrace stops all threads at each tick, copies their stacks and
 // lineage, and resumes them before doing anything else (symbolization and
 // output happen after sampling).
-func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf profileFlags, b *pprofout.Builder) error {
+func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
 	tr := target.NewTracer()
 	defer tr.Close()
 	period := time.Second / time.Duration(pf.hz)
@@ -202,12 +202,12 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf 
 // record are copied. The lineage header and registry are read first, with
 // the process running (regions are never freed, and each region is read
 // again, under its sequence counter, while its thread is stopped).
-func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, running bool, stops *[]time.Duration) ([]pprofout.Sample, error) {
+func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, running bool, stops *[]time.Duration) ([]pprofout.Sample, error) {
 	tids, err := target.ListThreads(pid)
 	if err != nil {
 		return nil, err
 	}
-	var view *lineage.View
+	var view *lineageabi.View
 	if abi != nil {
 		view, _ = abi.Load(target.ProcMem(pid), bias)
 	}
@@ -217,7 +217,7 @@ func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi 
 		d, err := tr.StopThreadOnThread(pid, tid, running, func(st *target.Stopped) {
 			mem := target.NewCachedMem(st.Mem)
 			snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: mem}
-			var v *lineage.View
+			var v *lineageabi.View
 			if view != nil {
 				v = view.WithMem(mem)
 			}
@@ -235,13 +235,13 @@ func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi 
 	return out, nil
 }
 
-func loadViewOrNil(snap *snapshot) *lineage.View {
+func loadViewOrNil(snap *snapshot) *lineageabi.View {
 	v, _ := loadView(snap) // a sample without lineage is still a sample
 	return v
 }
 
 // sampleThreads copies what a sample needs while the target is stopped.
-func sampleThreads(snap *snapshot, view *lineage.View, runningOnly bool) []pprofout.Sample {
+func sampleThreads(snap *snapshot, view *lineageabi.View, runningOnly bool) []pprofout.Sample {
 	var out []pprofout.Sample
 	for _, th := range snap.threads {
 		if runningOnly && th.State != "R" {
@@ -251,7 +251,7 @@ func sampleThreads(snap *snapshot, view *lineage.View, runningOnly bool) []pprof
 		s := pprofout.Sample{TID: th.TID, PCs: walk.PCs}
 		if view != nil {
 			if rec, err := view.Thread(uint64(th.TID)); err == nil && rec != nil {
-				s.Goid, s.Lineage = rec.Goid, lineage.Chain(rec)
+				s.Goid, s.Lineage = rec.Goid, lineageabi.Chain(rec)
 			}
 		}
 		out = append(out, s)

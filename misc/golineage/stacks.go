@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
 )
@@ -22,7 +22,7 @@ type snapshot struct {
 	bias    uint64
 	threads []target.Thread
 	mem     target.Mem
-	abi     *lineage.ABI // nil when only native stacks are wanted
+	abi     *lineageabi.ABI // nil when only native stacks are wanted
 	// warnings about the input (a truncated core); they make the exit
 	// status non-zero after the output.
 	warnings []string
@@ -134,13 +134,20 @@ func openLive(pid int) (*gobin.Binary, error) {
 	return bin, nil
 }
 
-func findABI(bin *gobin.Binary, native bool) (*lineage.ABI, error) {
+func findABI(bin *gobin.Binary, native bool) (*lineageabi.ABI, error) {
 	if native {
 		return nil, nil
 	}
-	abi, err := lineage.Find(bin)
+	abi, err := lineageabi.Find(bin.ELF)
+	if errors.Is(err, lineageabi.ErrNoABI) {
+		v := bin.GoVersion
+		if v == "" {
+			v = "an unknown Go toolchain (no build info)"
+		}
+		return nil, fmt.Errorf("%s was built by %s, which does not publish the goroutine lineage ABI (build it with the fpsafe fork's toolchain, or use -native to print native stacks without lineage): %w", bin.Path, v, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%v\n(use -native to print native stacks without lineage)", err)
+		return nil, fmt.Errorf("%s: %w (use -native to print native stacks without lineage)", bin.Path, err)
 	}
 	return abi, nil
 }
@@ -163,7 +170,7 @@ func collect(snap *snapshot) []stack.Thread {
 			case err != nil:
 				t.Note = "lineage: " + err.Error()
 			case rec != nil:
-				t.Goid, t.Lineage = rec.Goid, lineage.Chain(rec)
+				t.Goid, t.Lineage = rec.Goid, lineageabi.Chain(rec)
 				if rec.Truncated() {
 					t.Note = fmt.Sprintf("older ancestors not recorded: true depth %d, GODEBUG=lineage keeps %d", rec.Depth, view.H.MaxDepth)
 				}
@@ -178,7 +185,7 @@ func collect(snap *snapshot) []stack.Thread {
 }
 
 // loadView reads the lineage header and registry of a stopped target.
-func loadView(snap *snapshot) (*lineage.View, error) {
+func loadView(snap *snapshot) (*lineageabi.View, error) {
 	if snap.abi == nil {
 		return nil, nil
 	}
