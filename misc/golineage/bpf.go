@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
@@ -130,26 +131,44 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf 
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	// bpftrace runs to the end of its interval whatever happens to the
+	// target; end it early (SIGINT: it prints what it has and exits) when
+	// we are interrupted or the target exits.
+	var gone atomic.Bool
+	done := make(chan struct{})
 	go func() {
-		// SIGINT to us ends bpftrace early; it prints its maps and exits.
-		for cmd.ProcessState == nil && ctx.Err() == nil {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
 			if interrupted.Load() {
 				cmd.Process.Signal(os.Interrupt)
 				return
 			}
-			time.Sleep(50 * time.Millisecond)
+			if processGone(pid) {
+				gone.Store(true)
+				cmd.Process.Signal(os.Interrupt)
+				return
+			}
 		}
 	}()
 	perr := parseBPF(stdout, bin, bias, view != nil, b, func() {
 		if pf.stats {
-			fmt.Fprintln(os.Stderr, "golineage: sampling started")
+			fmt.Fprintln(pf.stderr, "golineage: sampling started")
 		}
 	})
 	werr := cmd.Wait()
-	if perr != nil {
+	close(done)
+	switch {
+	case perr != nil:
 		return perr
-	}
-	if werr != nil && !interrupted.Load() {
+	case gone.Load():
+		return fmt.Errorf("process %d exited", pid)
+	case werr != nil && !interrupted.Load():
 		return fmt.Errorf("bpftrace: %v: %s (loading BPF programs needs root or CAP_BPF and CAP_PERFMON)", werr, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return nil

@@ -213,7 +213,7 @@ func runGDB(t *testing.T, args ...string) string {
 	script, _ := filepath.Abs("gdb/golineage.py")
 	cmdArgs := []string{"-batch", "-nx", "-ex", "source " + script, "-ex", "golineage-bt"}
 	cmd := exec.CommandContext(ctx, "gdb", append(cmdArgs, args...)...)
-	cmd.Env = append(os.Environ(), "GOLINEAGE="+toolPath) // names frames of stripped binaries
+	cmd.Env = append(os.Environ(), "GOLINEAGE="+toolBinary(t)) // names frames of stripped binaries
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -28,20 +29,20 @@ type snapshot struct {
 	warnings []string
 }
 
-func cmdStacks(args []string) error {
+func cmdStacks(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("stacks", flag.ContinueOnError)
 	native := fl.Bool("native", false, "print native stacks only (allowed for binaries without the lineage ABI)")
 	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
-	if err := fl.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parseFlags(fl, args, stderr); err != nil {
+		return err
 	}
-	w := bufio.NewWriter(os.Stdout)
+	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	if *core != "" {
 		if fl.NArg() != 1 {
 			return usageError{"stacks --core CORE EXE: need exactly one EXE"}
 		}
-		snap, closer, err := openCore(*core, fl.Arg(0), *native)
+		snap, closer, err := openCore(*core, fl.Arg(0), *native, stderr)
 		if err != nil {
 			return err
 		}
@@ -96,6 +97,20 @@ func writeThreads(w *bufio.Writer, snap *snapshot, threads []stack.Thread) error
 		stack.Write(w, snap.bin, snap.bias, t)
 	}
 	return w.Flush()
+}
+
+// parseFlags parses a subcommand's flags; errors are usage errors, and -h
+// prints the flags' descriptions to stderr.
+func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) error {
+	fl.SetOutput(io.Discard)
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fl.SetOutput(stderr)
+			fl.PrintDefaults()
+		}
+		return usageError{err.Error()}
+	}
+	return nil
 }
 
 func parsePID(s string) (int, error) {
