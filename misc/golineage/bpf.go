@@ -24,10 +24,10 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 // stackWords is how many words above SP the program copies for the

@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 // snapshot is a target held still: a stopped process or a core file.

@@ -91,7 +91,6 @@ func cmdSymbolize(args []string, in io.Reader, out io.Writer) error {
 	return sc.Err()
 }
 
-
 // cmdUnwind walks one thread's frame-pointer chain the way golineage stacks
 // does, for a tool that owns the target (the gdb extension, on stripped
 // binaries where gdb's own unwinder has no CFI to go by) and serves its
