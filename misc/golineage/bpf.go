@@ -121,7 +121,9 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pf.duration+60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bpftrace", "-e", bpfScript(pid, pf, view))
+	// -B none: lines arrive as the probes print them, so READY says when
+	// sampling really started.
+	cmd := exec.CommandContext(ctx, "bpftrace", "-B", "none", "-e", bpfScript(pid, pf, view))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

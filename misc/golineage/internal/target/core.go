@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // Core is an ELF core file (from the kernel or gdb's gcore). Memory the core
@@ -85,17 +86,26 @@ func OpenCore(path string, m elf.Machine) (c *Core, err error) {
 			if p.Filesz > 64<<20 {
 				return nil, fmt.Errorf("%s: malformed core file: %d-byte note segment", path, p.Filesz)
 			}
+			// gcore writes the notes after the memory: a core cut short
+			// may hold only the first threads' notes.
 			data := make([]byte, p.Filesz)
-			if _, err := io.ReadFull(io.NewSectionReader(f, int64(p.Off), int64(p.Filesz)), data); err != nil {
-				return nil, fmt.Errorf("%s: core file truncated: cannot read its notes: %v", path, err)
+			n, err := io.ReadFull(io.NewSectionReader(f, int64(p.Off), int64(p.Filesz)), data)
+			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%s: reading the core's notes: %v", path, err)
 			}
-			if err := c.parseNotes(data, m); err != nil {
+			if n < len(data) {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("core file truncated: %d of its %d bytes of notes (thread registers) are missing; threads whose notes were cut are not shown", len(data)-n, len(data)))
+			}
+			if err := c.parseNotes(data[:n], m, n < len(data)); err != nil {
 				return nil, fmt.Errorf("%s: %v", path, err)
 			}
 		}
 	}
 	sort.Slice(c.loads, func(i, j int) bool { return c.loads[i].vaddr < c.loads[j].vaddr })
 	if len(c.Threads) == 0 {
+		if len(c.Warnings) > 0 {
+			return nil, fmt.Errorf("%s: no thread's registers are left in the core (%s); cores from gcore hold them at the end, so a cut one has no stacks to show", path, strings.Join(c.Warnings, "; "))
+		}
 		return nil, fmt.Errorf("%s: core file has no thread status notes (NT_PRSTATUS)", path)
 	}
 	return c, nil
@@ -129,13 +139,18 @@ func readCoreHeaders(r io.ReaderAt, size int64) (*elf.Header64, []elf.Prog64, er
 	return &hdr, progs, nil
 }
 
-func (c *Core) parseNotes(d []byte, m elf.Machine) error {
+// parseNotes reads the notes in d. If cut, d is the start of a note segment
+// that the end of the file cut short, and a last, partial note is ignored.
+func (c *Core) parseNotes(d []byte, m elf.Machine, cut bool) error {
 	le := binary.LittleEndian
 	for len(d) >= 12 {
 		namesz, descsz, typ := le.Uint32(d), le.Uint32(d[4:]), le.Uint32(d[8:])
 		nameEnd := 12 + align4(uint64(namesz))
 		descEnd := nameEnd + align4(uint64(descsz))
 		if descEnd > uint64(len(d)) || nameEnd > uint64(len(d)) {
+			if cut {
+				return nil
+			}
 			return errors.New("corrupt note segment")
 		}
 		name := string(d[12 : 12+uint64(namesz)])
