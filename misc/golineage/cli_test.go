@@ -9,8 +9,8 @@ import (
 // writer each message goes to.
 func TestExitStatus(t *testing.T) {
 	cases := []struct {
-		args       []string
-		code       int
+		args        []string
+		code        int
 		out, errOut string // substrings of stdout and stderr ("" = empty)
 	}{
 		{[]string{"help"}, 0, "Exit status: 0 success", ""},
