@@ -346,3 +346,74 @@ func TestGoldenUnwind(t *testing.T) {
 	sort.Strings(blocks)
 	checkGolden(t, "unwind", strings.Join(blocks, "\n"))
 }
+
+// TestGoldenBPF feeds parseBPF what the bpf collector's program prints for
+// the fixture's threads, made here from the core (registers, the words above
+// SP, the frame-pointer walk, the lineage record as L lines): the folded
+// profile must be the ptrace collector's, testdata/folded.golden.
+func TestGoldenBPF(t *testing.T) {
+	snap, threads, closer := fixtureThreads(t)
+	defer closer()
+	word := func(a uint64) uint64 {
+		w, err := target.Word(snap.mem, a)
+		if err != nil {
+			return 0 // bpftrace reads an unreadable word as 0
+		}
+		return w
+	}
+	view := loadViewOrNil(snap)
+	var text strings.Builder
+	for _, th := range threads {
+		r := th.Regs
+		fmt.Fprintf(&text, "S %d %x %x %x %x\nW", th.TID, r.TLS, r.PC, r.SP, r.FP)
+		for i := range uint64(stackWords) {
+			fmt.Fprintf(&text, " %x", word(r.SP+8*i))
+		}
+		text.WriteString("\n")
+		rec, err := view.Thread(uint64(th.TID))
+		if err != nil || rec == nil {
+			t.Fatalf("thread %d: no lineage record (%v)", th.TID, err)
+		}
+		fmt.Fprintf(&text, "L R %x %d %d %x %x %d %d %d %d\n", rec.Seq, th.TID, rec.Goid, rec.StartPC, rec.GoPC, rec.Nanc, rec.Nstk, rec.Flags, rec.ParentGoid)
+		for _, a := range rec.Anc {
+			fmt.Fprintf(&text, "L A %d %x %x\n", a.Goid, a.StartPC, a.GoPC)
+		}
+		for _, pc := range rec.Stack {
+			fmt.Fprintf(&text, "L K %x\n", pc)
+		}
+		fmt.Fprintf(&text, "L E %x\n", rec.Seq)
+		fp := r.FP
+		for line := 0; line < walkFrames/8; line++ {
+			var a [8]uint64
+			for i := range a {
+				if fp != 0 {
+					a[i], fp = word(fp+8), word(fp)
+				}
+			}
+			if a[0] != 0 {
+				fmt.Fprintf(&text, "F %x %x %x %x %x %x %x %x\n", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
+			}
+		}
+		text.WriteString("E\n")
+	}
+	b := pprofout.New(snap.bin, snap.bias, 10*time.Millisecond)
+	if err := parseBPF(strings.NewReader("READY\n"+text.String()), snap.bin, snap.bias, true, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != len(threads) {
+		t.Fatalf("%d samples from %d threads", b.Len(), len(threads))
+	}
+	var buf bytes.Buffer
+	if err := b.WriteFolded(&buf); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(normalize(buf.String()), "\n")
+	sort.Strings(lines)
+	want, err := os.ReadFile(filepath.Join("testdata", "folded.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(lines, ""); got != string(want) {
+		t.Errorf("bpf collector's folded profile differs from testdata/folded.golden\n--- got\n%s\n--- want\n%s", got, want)
+	}
+}
