@@ -31,9 +31,9 @@ func TestBinaryBadInput(t *testing.T) {
 		{filepath.Join(dir, "missing"), "no such file"},
 		{"/bin/true", "not a Go binary"},
 	} {
-		code, stdout, stderr := fpcheck(t, "", nil, "binary", tc.file)
-		if code != 2 || !strings.Contains(stderr, tc.want) {
-			t.Errorf("fpcheck binary %s: exit %d, want 2 and %q\n%s%s", tc.file, code, tc.want, stdout, stderr)
+		code, stdout, stderr := fpcheck(t, "binary", tc.file)
+		if code != exitFailure || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("fpcheck binary %s: exit %d, want 3 and one line with %q\n%s%s", tc.file, code, tc.want, stdout, stderr)
 		}
 	}
 }
@@ -62,7 +62,7 @@ func TestBinaryUpstream(t *testing.T) {
 		add("cgocb-stripped", "./testdata/progs/cgocb", nil, cg, "-ldflags=-s -w")
 	}
 	for _, b := range bins {
-		code, stdout, stderr := fpcheck(t, "", nil, "binary", b.path)
+		code, stdout, stderr := fpcheck(t, "binary", b.path)
 		if code != 1 {
 			t.Errorf("%s: exit %d, want 1\n%s%s", b.name, code, stdout, stderr)
 			continue
@@ -92,7 +92,7 @@ func TestBinaryThisToolchain(t *testing.T) {
 		bins["cgocb"] = build(t, goTool(), "./testdata/progs/cgocb", "cgocb", nil)
 	}
 	for name, path := range bins {
-		code, stdout, stderr := fpcheck(t, "", nil, "binary", path)
+		code, stdout, stderr := fpcheck(t, "binary", path)
 		if code != 0 && code != 1 {
 			t.Errorf("%s: exit %d\n%s%s", name, code, stdout, stderr)
 		} else if code != 0 && isFork() {
@@ -125,11 +125,34 @@ func TestBinaryNoSectionHeaders(t *testing.T) {
 		if err := os.WriteFile(noshdr, data, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		c1, out1, e1 := fpcheck(t, "", nil, "binary", bin)
-		c2, out2, e2 := fpcheck(t, "", nil, "binary", noshdr)
+		c1, out1, e1 := fpcheck(t, "binary", bin)
+		c2, out2, e2 := fpcheck(t, "binary", noshdr)
 		out2 = strings.ReplaceAll(out2, noshdr, bin)
 		if c1 != c2 || out1 != out2 || c1 == 2 {
 			t.Errorf("%s: with section headers: exit %d\n%s%s\nwithout: exit %d\n%s%s", arch, c1, out1, e1, c2, out2, e2)
+		}
+	}
+}
+
+// TestBinarySeveral: each file is reported; a bad one makes the exit a
+// failure whatever the others found, with one line for it on stderr.
+func TestBinarySeveral(t *testing.T) {
+	up := reproducible(t, "./testdata/progs/hello", "hello", "amd64") // has findings
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		files []string
+		want  int
+	}{
+		{[]string{up, up}, exitFindings},
+		{[]string{up, missing}, exitFailure},
+		{[]string{missing, up}, exitFailure},
+	} {
+		code, stdout, stderr := fpcheck(t, append([]string{"binary"}, tc.files...)...)
+		if code != tc.want || strings.Count(stdout, up+": amd64") != strings.Count(strings.Join(tc.files, " "), up) {
+			t.Errorf("fpcheck binary %v: exit %d, want %d, and a report per readable file\n%s%s", tc.files, code, tc.want, stdout, stderr)
+		}
+		if want := strings.Count(strings.Join(tc.files, " "), missing); strings.Count(stderr, "\n") != want || strings.Count(stderr, "fpcheck: ") != want {
+			t.Errorf("fpcheck binary %v: stderr should have one line per bad file:\n%s", tc.files, stderr)
 		}
 	}
 }

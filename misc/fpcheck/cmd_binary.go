@@ -1,69 +1,70 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 
 	"fpsafe.dev/misc/fpcheck/internal/bincheck"
 	"fpsafe.dev/misc/fpcheck/internal/gobin"
 )
 
-var subcommands = map[string]func([]string) int{
-	"binary": cmdBinary,
-	"run":    cmdRun,
-	"perf":   cmdPerf,
-}
-
-const (
-	exitClean    = 0
-	exitFindings = 1
-	exitUsage    = 2
-)
-
-func cmdBinary(args []string) int {
+func cmdBinary(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fpcheck binary", flag.ContinueOnError)
 	verbose := fs.Bool("v", false, "also list stack-switching functions without findings")
 	dis := fs.String("d", "", "print the decoded instructions of function `name` and exit")
+	jsonOut := fs.Bool("json", false, "print one JSON report per file instead of text")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: fpcheck binary [-v] FILE...\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: fpcheck binary [-json] [-v] [-d FUNC] FILE...\n\n"+
 			"Checks that every TOPFRAME function and every function entered from C or the\n"+
 			"kernel clears or deliberately links the frame pointer before its first call,\n"+
 			"and that stack switches do not call on the new stack with a frame pointer into\n"+
-			"the old one. Exit 0 clean, 1 violations, 2 bad input.\n")
+			"the old one.\n\n%s\nFlags:\n", exitText)
 		fs.PrintDefaults()
 	}
-	if !parseArgs(fs, args) {
-		return exitUsage
+	if err := parseArgs(fs, args, stderr); err != nil {
+		return err
 	}
-	rc := exitClean
+	var errs []error
 	for _, path := range fs.Args() {
-		b, err := gobin.Open(path)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "fpcheck: %v\n", err)
-			rc = exitUsage
-			continue
-		}
-		if *dis != "" {
-			err := bincheck.Disassemble(os.Stdout, b, *dis)
-			b.Close()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "fpcheck: %s: %v\n", path, err)
-				rc = exitUsage
-			}
-			continue
-		}
-		r, err := bincheck.Check(b)
-		b.Close()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "fpcheck: %s: %v\n", path, err)
-			rc = exitUsage
-			continue
-		}
-		r.Write(os.Stdout, *verbose)
-		if r.Violations() > 0 && rc == exitClean {
-			rc = exitFindings
+		if err := checkBinary(stdout, path, *dis, *verbose, *jsonOut); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return rc
+	return errors.Join(errs...)
+}
+
+// checkBinary reports on one file, or disassembles function dis in it.
+func checkBinary(stdout io.Writer, path, dis string, verbose, jsonOut bool) error {
+	b, err := gobin.Open(path)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if dis != "" {
+		if err := bincheck.Disassemble(stdout, b, dis); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	}
+	r, err := bincheck.Check(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "\t")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else {
+		r.Write(stdout, verbose)
+	}
+	if n := r.Violations(); n > 0 {
+		return &findingsError{}
+	}
+	return nil
 }

@@ -111,7 +111,7 @@ func runWithTimeout(cmd *exec.Cmd, timeout time.Duration, afterStart func()) (ti
 	return timedOut, err
 }
 
-func cmdRun(args []string) int {
+func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fpcheck run", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", 0, "kill the program after `duration` (0: no limit)")
 	quiet := fs.Bool("q", false, "do not copy the program's fpunwindcheck lines to stderr")
@@ -119,16 +119,15 @@ func cmdRun(args []string) int {
 		fmt.Fprintf(fs.Output(), "usage: fpcheck run [-timeout D] [-q] -- CMD ARGS...\n\n"+
 			"Runs CMD with GODEBUG=fpunwindcheck=1 added, copies its output, and checks the\n"+
 			"runtime's report of frame-pointer unwinds cross-checked against gentraceback.\n"+
-			"Exit 0 no mismatch, 1 mismatches, 2 usage error, crash, timeout or no report.\n")
+			"A crash, a timeout or a missing report is a failure.\n\n%s\nFlags:\n", exitText)
 		fs.PrintDefaults()
 	}
-	if !parseArgs(fs, args) {
-		return exitUsage
+	if err := parseArgs(fs, args, stderr); err != nil {
+		return err
 	}
 	path, err := exec.LookPath(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fpcheck run: %v\n", err)
-		return exitUsage
+		return fmt.Errorf("run: %w", err)
 	}
 	feature, bin := runtimeFeature(path)
 	if bin != nil {
@@ -136,21 +135,20 @@ func cmdRun(args []string) int {
 	}
 	cmd := exec.Command(path, fs.Args()[1:]...)
 	cmd.Env = appendGODEBUG(os.Environ(), "fpunwindcheck=1")
-	cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
-	stderr, err := cmd.StderrPipe()
+	cmd.Stdin, cmd.Stdout = os.Stdin, stdout
+	pipe, err := cmd.StderrPipe()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fpcheck run: %v\n", err)
-		return exitUsage
+		return fmt.Errorf("run: %w", err)
 	}
 	var p runcheck.Parser
 	readDone := make(chan struct{})
 	timedOut, werr := runWithTimeout(cmd, *timeout, func() {
 		go func() {
 			defer close(readDone)
-			copyLines(stderr, func(line string) {
+			copyLines(pipe, func(line string) {
 				p.Line(line)
 				if !*quiet || !strings.Contains(line, runcheck.Prefix) {
-					fmt.Fprintln(os.Stderr, line)
+					fmt.Fprintln(stderr, line)
 				}
 			})
 		}()
@@ -167,51 +165,50 @@ func cmdRun(args []string) int {
 		}
 	}
 	if r.Lines > 0 {
-		r.Write(os.Stdout, sym)
+		r.Write(stdout, sym)
 	}
+	return judgeRun(r, path, feature, *timeout, timedOut, werr, stderr)
+}
+
+// judgeRun turns the outcome of a run into run's error.
+func judgeRun(r *runcheck.Report, path string, feature featureState, timeout time.Duration, timedOut bool, werr error, stderr io.Writer) error {
 	switch {
 	case timedOut:
-		fmt.Fprintf(os.Stderr, "fpcheck run: %s timed out after %v (%s)\n", path, *timeout, describeExit(werr))
-		return exitUsage
+		return fmt.Errorf("run: %s timed out after %v (%s)", path, timeout, describeExit(werr))
 	case r.Lines == 0 && feature == featureAbsent:
-		fmt.Fprintf(os.Stderr, "fpcheck run: %s's runtime lacks GODEBUG=fpunwindcheck (the binary has no such setting: built by a toolchain without the fpsafe fork's runtime, e.g. upstream Go); nothing was checked\n", path)
-		return exitUsage
+		return fmt.Errorf("run: %s's runtime lacks GODEBUG=fpunwindcheck (the binary has no such setting: built by a toolchain without the fpsafe fork's runtime, e.g. upstream Go); nothing was checked", path)
 	case r.Lines == 0 && werr != nil:
-		fmt.Fprintf(os.Stderr, "fpcheck run: %s failed (%s) and printed no fpunwindcheck lines\n", path, describeExit(werr))
-		return exitUsage
+		return fmt.Errorf("run: %s failed (%s) and printed no fpunwindcheck lines", path, describeExit(werr))
 	case r.Lines == 0:
 		what := "is not a Go binary fpcheck can read, so whether its runtime has the setting is unknown"
 		if feature == featurePresent {
 			what = "has the setting; did it exit without running the runtime's exit hooks (e.g. syscall.Exit)?"
 		}
-		fmt.Fprintf(os.Stderr, "fpcheck run: %s printed no fpunwindcheck lines: it %s\n", path, what)
-		return exitUsage
+		return fmt.Errorf("run: %s printed no fpunwindcheck lines: it %s", path, what)
 	case !r.HaveTotal:
 		st := "exited"
 		if werr != nil {
 			st = describeExit(werr)
 		}
-		fmt.Fprintf(os.Stderr, "fpcheck run: %s died before printing the fpunwindcheck total (%s); %d mismatch lines seen\n", path, st, len(r.Mismatches))
+		msg := fmt.Sprintf("run: %s died before printing the fpunwindcheck total (%s); %d mismatch lines seen", path, st, len(r.Mismatches))
 		if len(r.Mismatches) > 0 {
-			return exitFindings
+			return &findingsError{msg}
 		}
-		return exitUsage
+		return errors.New(msg)
 	}
 	if err := r.Consistent(); err != nil {
-		fmt.Fprintf(os.Stderr, "fpcheck run: inconsistent report: %v\n", err)
-		return exitUsage
+		return fmt.Errorf("run: inconsistent report: %w", err)
 	}
 	if r.Mismatched > 0 || len(r.Mismatches) > 0 {
-		return exitFindings
+		return &findingsError{}
 	}
 	if werr != nil {
-		fmt.Fprintf(os.Stderr, "fpcheck run: %s failed (%s) after a clean report\n", path, describeExit(werr))
-		return exitUsage
+		return fmt.Errorf("run: %s failed (%s) after a clean report", path, describeExit(werr))
 	}
 	if r.Checked == 0 {
-		fmt.Fprintf(os.Stderr, "fpcheck run: warning: no unwinds were checked (the program made no profile or trace records)\n")
+		fmt.Fprintf(stderr, "fpcheck run: warning: no unwinds were checked (the program made no profile or trace records)\n")
 	}
-	return exitClean
+	return nil
 }
 
 func copyLines(r io.Reader, f func(string)) {

@@ -14,27 +14,41 @@ import (
 	"time"
 )
 
-var (
-	fpcheckBin string // built once by TestMain
-	tmpRoot    string
-)
+// vettool is fpcheck built as a binary, for go vet -vettool, which runs
+// it as a separate process; every other test calls cli in process.
+var vettool struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
 
 func TestMain(m *testing.M) {
-	var err error
-	tmpRoot, err = os.MkdirTemp("", "fpcheck-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	fpcheckBin = filepath.Join(tmpRoot, "fpcheck")
-	out, err := exec.Command(goTool(), "build", "-o", fpcheckBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building fpcheck: %v\n%s", err, out)
-		os.Exit(2)
-	}
 	code := m.Run()
-	os.RemoveAll(tmpRoot)
+	if vettool.dir != "" {
+		os.RemoveAll(vettool.dir)
+	}
 	os.Exit(code)
+}
+
+// fpcheckBinary builds fpcheck once and returns its path.
+func fpcheckBinary(t *testing.T) string {
+	t.Helper()
+	vettool.once.Do(func() {
+		vettool.dir, vettool.err = os.MkdirTemp("", "fpcheck-test")
+		if vettool.err != nil {
+			return
+		}
+		vettool.path = filepath.Join(vettool.dir, "fpcheck")
+		out, err := exec.Command(goTool(), "build", "-o", vettool.path, ".").CombinedOutput()
+		if err != nil {
+			vettool.err = fmt.Errorf("building fpcheck: %v\n%s", err, out)
+		}
+	})
+	if vettool.err != nil {
+		t.Fatal(vettool.err)
+	}
+	return vettool.path
 }
 
 // goTool is the go command of the toolchain running the tests.
@@ -100,26 +114,27 @@ func build(t *testing.T, goBin, pkg, name string, env []string, flags ...string)
 	return out
 }
 
-// fpcheck runs the built fpcheck and returns its exit code and output.
-func fpcheck(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
+// fpcheck runs fpcheck in process and returns its exit code and output.
+func fpcheck(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, fpcheckBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("fpcheck %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
+	code := cli(args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
+}
+
+// fpcheckIn runs fpcheck in process in directory dir with the environment
+// variables env (NAME=VALUE) set, restoring both afterwards.
+func fpcheckIn(t *testing.T, dir string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Run(strings.Join(args, " "), func(t *testing.T) {
+		t.Chdir(dir)
+		for _, e := range env {
+			k, v, _ := strings.Cut(e, "=")
+			t.Setenv(k, v)
+		}
+		code, stdout, stderr = fpcheck(t, args...)
+	})
+	return code, stdout, stderr
 }
 
 func haveCgo(t *testing.T) {

@@ -1,109 +1,10 @@
-// Command fpcheck verifies that frame-pointer chains in Go programs end or
-// link correctly: statically in assembly source (an analysis driver, also
-// usable as go vet -vettool), in built binaries, and dynamically.
-//
-// Usage:
-//
-//	fpcheck [-json] [-test] PACKAGES       analyse the assembly of PACKAGES
-//	go vet -vettool=$(which fpcheck) PACKAGES
-//	fpcheck binary [-v] [-d FUNC] FILE...  check Go ELF binaries (amd64, arm64)
-//	fpcheck run [-timeout D] [-q] -- CMD ARGS
-//	fpcheck perf [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS
-//
-// Exit status: 0 clean, 1 findings, 2 usage or input error (bad file, not
-// ELF, not Go, unsupported architecture, perf missing or refused, a program
-// that crashed, timed out or printed no report).
-//
-// # Source mode
-//
-// Three analyzers (package internal/asmfp) read the .s files of each package,
-// package runtime included, for amd64 and arm64, following every path
-// through each TEXT block (labels, n(PC) branches, macros from #define and
-// #include'd headers, #ifdef GOOS_/GOARCH_):
-//
-//   - fptopframe: a TOPFRAME function, or a function entered from C or the
-//     kernel (crosscall2, sigtramp, cgoSigtramp, sigprofNonGoWrapper,
-//     _rt0_*_lib), calls before clearing the frame pointer or setting it to a
-//     deliberate link; a C entry changes the frame pointer before saving it
-//     (it is callee-saved in the C ABI).
-//   - fpstackswitch: after SP is loaded from memory or from a register not
-//     derived from SP, a call is made before the frame pointer is written.
-//   - fpclobber: x/tools' framepointer check (a frameless function writes
-//     the frame pointer before reading it), also in package runtime; a clear
-//     or link after which the function never returns (a context switch) and
-//     a reload of a saved gobuf.bp are accepted.
-//
-// Accepted patterns: clear before the call (MOVQ $0, BP / XORL BP, BP /
-// MOVD $0, R29 / MOVD ZR, R29); save the callee-saved registers, then clear;
-// a deliberate link, either a load of the frame pointer from memory after
-// the switch or a "// fpcheck:link <why>" comment on the TEXT line, the
-// switch or the call. The runtime's own deliberate links (systemstack,
-// asmcgocall, the vDSO calls, racecall, the crash stack) are listed, with
-// reasons, in internal/boundary, shared with binary mode.
-//
-// # Binary mode
-//
-// fpcheck binary finds the pclntab (.gopclntab, or by its magic) and the
-// text base (moduledata, found as the word pointing at the pclntab, or its
-// relocation in PIE binaries), so stripped binaries work. It decodes the
-// machine code of every TOPFRAME function, every function entered from C,
-// and every function that writes SP (the SPWRITE flag, plus runtime.clone),
-// and applies the same three rules on every path of the decoded control-flow
-// graph. Two shapes count as writing the frame pointer on a new stack: a
-// write after the switch (from the new SP, or a deliberate clear or load),
-// and a frame pointer computed before the switch from the very register the
-// new SP is then loaded from (the fork's amd64 cgocallback, which points BP
-// at the frame record it built from curg.sched). A call to a leaf that never
-// stores the frame pointer (arm64's load_g, save_g) needs no cleared frame
-// pointer. One line per finding (function+offset, address, rule,
-// instruction), then a table of the checked functions.
-//
-// # Dynamic modes
-//
-// fpcheck run appends fpunwindcheck=1 to GODEBUG, copies the program's
-// output, and parses the runtime's report (see internal/runcheck): a line
-// per mismatch with the first differing frame symbolized, a table per site,
-// the total. A Go binary whose runtime has no such setting (no
-// "fpunwindcheck" string in the binary, e.g. built by upstream Go) is named
-// as such.
-//
-// fpcheck perf runs perf record -e cpu-clock --call-graph fp, then perf
-// script, and checks each user-space chain (see internal/perfcheck): Go frames
-// are symbolized through the binary's pclntab, others through perf's ELF
-// symbols; every Go return address must follow a call instruction (except
-// goexit+PCQuantum, systemstack_switch+8 that gosave_systemstack_switch
-// saves for a goroutine in a cgo call, and the PCs injected by asyncPreempt
-// and sigpanic); no
-// loop; the outermost frame must be a documented root (perfcheck.Roots:
-// runtime.goexit, mstart, rt0_go, mcall, morestack, sigtramp, cgoSigtramp,
-// sigprofNonGoWrapper, crosscall2 and cgocallback for C-created threads,
-// _rt0_*, and for C threads _start, __libc_start_main, start_thread, clone,
-// clone3). Chains whose leaf is C code are counted but not judged: C built
-// without frame pointers leaves the register to its own use. The report also
-// counts every sample with an unsymbolizable or looping frame anywhere,
-// split by whose frame pointer perf's walk started from: Go's (zero on the
-// fork's stress corpus, 645 of about 9,800 on upstream's), C's in the
-// program (its cgo C, or a frameless Go leaf such as _cgo_topofstack that
-// C called), or C's in a non-Go shared library such as libc or ld.so. No Go
-// change can make a walk from C's frame pointer valid.
-//
-// # Tests
-//
-// go test ./... in this module runs the analyzers' analysistest suites (both
-// architectures), go vet -vettool over a planted violation, binary mode over
-// programs built by this toolchain and by upstream go1.27.3 (cgo, stripped,
-// PIE, arm64), fpcheck run over a fake program and over the stress corpus in
-// testdata/stress (skipped, with the reason, when the toolchain's runtime
-// lacks GODEBUG=fpunwindcheck), and fpcheck perf over the stress corpus. The
-// perf test asserts zero violations, and that callback samples reach the
-// goroutine's frames above the cgo call, only when fpcheck binary is clean on
-// the stress binary (the toolchain has the boundary fixes); otherwise it
-// reports what it found.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -114,89 +15,165 @@ import (
 	"fpsafe.dev/misc/fpcheck/internal/asmfp"
 )
 
-func main() {
-	args := os.Args[1:]
+func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// Exit codes, as the usage text documents them.
+const (
+	exitClean    = 0
+	exitFindings = 1 // the check ran and found violations
+	exitUsage    = 2 // bad flags or arguments
+	exitFailure  = 3 // the check could not run: bad input, perf unusable, the program failed
+)
+
+const exitText = "Exit status: 0 clean, 1 findings, 2 usage error, 3 failure (bad input file,\n" +
+	"package that does not load, perf unusable, program crashed or timed out).\n"
+
+// findingsError says a check ran and found violations; its message, if
+// any, adds what the report does not say.
+type findingsError struct{ msg string }
+
+func (e *findingsError) Error() string { return e.msg }
+
+// usageError is a bad command line. An empty message means the flag
+// package or the usage text has said it already.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// cli runs fpcheck and maps run's error to an exit code, printing it.
+func cli(args []string, stdout, stderr io.Writer) int {
+	err := run(args, stdout, stderr)
+	if err == nil {
+		return exitClean
+	}
+	code := exitCode(err)
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l != "" {
+			fmt.Fprintf(stderr, "fpcheck: %s\n", l)
+		}
+	}
+	return code
+}
+
+// exitCode classifies err, possibly joined from several: any failure wins
+// over findings, a usage error over both.
+func exitCode(err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var fe *findingsError
+		if !errors.As(e, &fe) {
+			return exitFailure
+		}
+	}
+	return exitFindings
+}
+
+// run is fpcheck with its command line and output streams.
+func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		if cmd, ok := subcommands[args[0]]; ok {
-			os.Exit(cmd(args[1:]))
+			return cmd(args[1:], stdout, stderr)
 		}
 	}
 	// go vet -vettool speaks the unitchecker protocol: -V=full, -flags, or a
-	// single .cfg file describing one package.
+	// single .cfg file describing one package. unitchecker prints to the
+	// process's streams and exits itself.
 	for _, a := range args {
 		if a == "-V=full" || a == "-V" || a == "-flags" || strings.HasSuffix(a, ".cfg") {
 			unitchecker.Main(asmfp.Analyzers...)
 		}
 	}
-	os.Exit(analyze(args))
+	return analyze(args, stdout, stderr)
 }
 
-// analyze is the standalone analysis driver.
-func analyze(args []string) int {
+var subcommands = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"binary": cmdBinary,
+	"run":    cmdRun,
+	"perf":   cmdPerf,
+}
+
+// analyze is the standalone analysis driver. Diagnostics go to stderr as
+// text (as go vet prints them), to stdout with -json.
+func analyze(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fpcheck", flag.ContinueOnError)
-	jsonOut := fs.Bool("json", false, "print diagnostics as JSON")
+	jsonOut := fs.Bool("json", false, "print diagnostics as JSON on stdout")
 	tests := fs.Bool("test", false, "also analyse test packages")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: fpcheck [-json] [-test] PACKAGES\n"+
 			"       go vet -vettool=$(which fpcheck) PACKAGES\n"+
-			"       fpcheck binary [-v] [-d FUNC] FILE...\n"+
+			"       fpcheck binary [-json] [-v] [-d FUNC] FILE...\n"+
 			"       fpcheck run [-timeout D] [-q] -- CMD ARGS...\n"+
-			"       fpcheck perf [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n\n"+
+			"       fpcheck perf [-json] [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n"+
+			"       fpcheck perf [-json] -i FILE\n\n"+
 			"Analyses Go assembly (amd64, arm64) for frame-pointer chains that do not end or\n"+
 			"link where they must. Analyzers:\n")
 		for _, a := range asmfp.Analyzers {
 			fmt.Fprintf(fs.Output(), "  %-14s %s\n", a.Name, strings.SplitN(a.Doc, "\n", 2)[0])
 		}
-		fmt.Fprintf(fs.Output(), "\nExit status: 0 clean, 1 findings, 2 usage or input error.\n")
+		fmt.Fprintf(fs.Output(), "\n%s\nFlags:\n", exitText)
 		fs.PrintDefaults()
 	}
-	if !parseArgs(fs, args) {
-		return exitUsage
+	if err := parseArgs(fs, args, stderr); err != nil {
+		return err
 	}
 	cfg := &packages.Config{Mode: packages.LoadSyntax, Tests: *tests}
 	pkgs, err := packages.Load(cfg, fs.Args()...)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fpcheck: %v\n", err)
-		return exitUsage
+		return fmt.Errorf("loading %s: %w", strings.Join(fs.Args(), " "), err)
 	}
-	if n := packages.PrintErrors(pkgs); n > 0 {
-		return exitUsage
+	nerr := 0
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		for _, e := range p.Errors {
+			fmt.Fprintln(stderr, e)
+			nerr++
+		}
+	})
+	if nerr > 0 {
+		return fmt.Errorf("%d package errors (above): fix them or check the pattern", nerr)
 	}
 	g, err := checker.Analyze(asmfp.Analyzers, pkgs, nil)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fpcheck: %v\n", err)
-		return exitUsage
+		return fmt.Errorf("analysis: %w", err)
 	}
 	if *jsonOut {
-		g.PrintJSON(os.Stdout)
+		g.PrintJSON(stdout)
 	} else {
-		g.PrintText(os.Stderr, -1)
+		g.PrintText(stderr, -1)
 	}
 	n := 0
 	for act := range g.All() {
 		if act.IsRoot {
 			n += len(act.Diagnostics)
 			if act.Err != nil {
-				fmt.Fprintf(os.Stderr, "fpcheck: %s: %v\n", act.Package.PkgPath, act.Err)
-				return exitUsage
+				return fmt.Errorf("%s: %w", act.Package.PkgPath, act.Err)
 			}
 		}
 	}
 	if n > 0 {
-		return exitFindings
+		return &findingsError{}
 	}
-	return exitClean
+	return nil
 }
 
 // parseArgs parses a command's flags and requires at least one argument,
-// printing the usage otherwise.
-func parseArgs(fs *flag.FlagSet, args []string) bool {
+// printing the usage to stderr otherwise.
+func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
-		return false
+		return &usageError{} // the flag package printed the error and the usage
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return false
+		return &usageError{}
 	}
-	return true
+	return nil
 }

@@ -58,7 +58,7 @@ func perfStress(t *testing.T, bin string) (int, string, []perfcheck.Sample) {
 	if testing.Short() {
 		d = "2s"
 	}
-	code, stdout, stderr := fpcheck(t, "", nil, "perf", "-o", dir, "-F", "1999", "-timeout", "3m", "--", bin, "-d", d)
+	code, stdout, stderr := fpcheck(t, "perf", "-o", dir, "-F", "1999", "-timeout", "3m", "--", bin, "-d", d)
 	if code != 0 && code != 1 {
 		t.Fatalf("fpcheck perf: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -83,7 +83,7 @@ func TestPerfStress(t *testing.T) {
 	haveCgo(t)
 	needPerf(t)
 	bin := build(t, goTool(), "./testdata/stress", "stress", nil)
-	bcode, bout, _ := fpcheck(t, "", nil, "binary", bin)
+	bcode, bout, _ := fpcheck(t, "binary", bin)
 	fixed := bcode == 0
 	code, report, samples := perfStress(t, bin)
 	t.Logf("fpcheck perf over the stress corpus:\n%s", report)

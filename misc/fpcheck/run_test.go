@@ -75,11 +75,11 @@ func TestRunFake(t *testing.T) {
 	}{
 		{"clean", "", 0, []string{"1234 unwinds cross-checked, 0 mismatches", "heap", "trace"}},
 		{"mismatch", "", 1, []string{"mismatch site=block goid=7: frame 1", "frame-pointer unwind has 0x401100", "gentraceback has 0x401200"}},
-		{"crash", "", 2, []string{"died before printing the fpunwindcheck total (exit status 2)"}},
-		{"silent", "", 2, []string{"printed no fpunwindcheck lines"}},
-		{"inconsistent", "", 2, []string{"disagree with the total"}},
-		{"fail", "", 2, []string{"failed (exit status 3) after a clean report"}},
-		{"hang", "1s", 2, []string{"timed out after 1s"}},
+		{"crash", "", exitFailure, []string{"died before printing the fpunwindcheck total (exit status 2)"}},
+		{"silent", "", exitFailure, []string{"printed no fpunwindcheck lines"}},
+		{"inconsistent", "", exitFailure, []string{"disagree with the total"}},
+		{"fail", "", exitFailure, []string{"failed (exit status 3) after a clean report"}},
+		{"hang", "1s", exitFailure, []string{"timed out after 1s"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			args := []string{"run"}
@@ -87,7 +87,9 @@ func TestRunFake(t *testing.T) {
 				args = append(args, "-timeout", tc.timeout)
 			}
 			args = append(args, "--", fake)
-			code, stdout, stderr := fpcheck(t, "", []string{"FPCHECK_FAKE=" + tc.mode, "GODEBUG=foo=1"}, args...)
+			t.Setenv("FPCHECK_FAKE", tc.mode)
+			t.Setenv("GODEBUG", "foo=1")
+			code, stdout, stderr := fpcheck(t, args...)
 			all := stdout + stderr
 			if code != tc.want {
 				t.Errorf("exit %d, want %d\n%s", code, tc.want, all)
@@ -105,10 +107,23 @@ func TestRunFake(t *testing.T) {
 }
 
 func TestRunUsage(t *testing.T) {
-	for _, args := range [][]string{{"run"}, {"run", "--", "/nonexistent/prog"}, {"perf"}, {"binary"}, {"run", "-bogus"}} {
-		code, _, stderr := fpcheck(t, "", nil, args...)
-		if code != 2 {
-			t.Errorf("fpcheck %v: exit %d, want 2\n%s", args, code, stderr)
+	for _, tc := range []struct {
+		args []string
+		want int
+		out  string
+	}{
+		{[]string{"run"}, exitUsage, "usage: fpcheck run [-timeout D] [-q]"},
+		{[]string{"run", "-bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+		{[]string{"perf"}, exitUsage, "fpcheck perf [-json] -i FILE"},
+		{[]string{"perf", "-i", "x", "prog"}, exitUsage, "-i FILE takes no command"},
+		{[]string{"binary"}, exitUsage, "-json"},
+		{[]string{"-h"}, exitUsage, "Exit status: 0 clean, 1 findings, 2 usage error, 3 failure"},
+		{[]string{"run", "--", "/nonexistent/prog"}, exitFailure, "fpcheck: run: exec: \"/nonexistent/prog\""},
+		{[]string{"perf", "-i", "/nonexistent/script"}, exitFailure, "no such file"},
+	} {
+		code, stdout, stderr := fpcheck(t, tc.args...)
+		if code != tc.want || !strings.Contains(stderr, tc.out) || stdout != "" {
+			t.Errorf("fpcheck %v: exit %d, want %d and %q on stderr, nothing on stdout\n%s%s", tc.args, code, tc.want, tc.out, stdout, stderr)
 		}
 	}
 }
@@ -117,9 +132,9 @@ func TestRunUsage(t *testing.T) {
 func TestRunUpstream(t *testing.T) {
 	up := upstreamGo(t)
 	bin := build(t, up, "./testdata/progs/hello", "hello", nil)
-	code, stdout, stderr := fpcheck(t, "", nil, "run", "--", bin)
-	if code != 2 || !strings.Contains(stderr, "lacks GODEBUG=fpunwindcheck") {
-		t.Fatalf("exit %d, want 2 and a message that the runtime lacks the setting\n%s%s", code, stdout, stderr)
+	code, stdout, stderr := fpcheck(t, "run", "--", bin)
+	if code != exitFailure || !strings.Contains(stderr, "lacks GODEBUG=fpunwindcheck") {
+		t.Fatalf("exit %d, want 3 and a message that the runtime lacks the setting\n%s%s", code, stdout, stderr)
 	}
 }
 
@@ -138,7 +153,7 @@ func TestRunStress(t *testing.T) {
 	if testing.Short() {
 		d = "1s"
 	}
-	code, stdout, stderr := fpcheck(t, "", nil, "run", "-q", "-timeout", "3m", "--", bin, "-d", d)
+	code, stdout, stderr := fpcheck(t, "run", "-q", "-timeout", "3m", "--", bin, "-d", d)
 	t.Logf("fpcheck run:\n%s", stdout)
 	if code != 0 {
 		t.Fatalf("fpcheck run: exit %d\n%s\n%s", code, stdout, stderr)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -99,8 +100,8 @@ func writeModule(t *testing.T, files map[string]string) string {
 }
 
 // goVet runs goBin vet -vettool=fpcheck ./... in dir.
-func goVet(goBin, dir string, env []string) ([]byte, error) {
-	vet := exec.Command(goBin, "vet", "-vettool="+fpcheckBin, "./...")
+func goVet(t *testing.T, goBin, dir string, env []string) ([]byte, error) {
+	vet := exec.Command(goBin, "vet", "-vettool="+fpcheckBinary(t), "./...")
 	vet.Dir, vet.Env = dir, append(os.Environ(), env...)
 	return vet.CombinedOutput()
 }
@@ -113,7 +114,7 @@ func goVet(goBin, dir string, env []string) ([]byte, error) {
 // so go vet -vettool still reaches the analyzer with either toolchain; the
 // standalone driver loads packages through go list -compiled, which does
 // assemble, so with the fork's go command it reports the assembler's
-// rejection (exit 2) and it finds the plant itself only with a go command
+// rejection (exit 3) and it finds the plant itself only with a go command
 // whose assembler has no such check (upstream go1.27.3, skipped when
 // unavailable). A stack-switch plant, outside the assembler's check, is
 // found by every route with either toolchain.
@@ -152,15 +153,15 @@ func TestVetTool(t *testing.T) {
 			switchLine := map[string]string{"amd64": "5", "arm64": "6"}[arch]
 			wantSwitch := "p_" + arch + ".s:" + switchLine + ":1: planted.switchbad switches stacks and then calls ·f(SB) with the frame pointer still pointing into the old stack"
 
-			out, err := goVet(tc.goBin, planted, env)
+			out, err := goVet(t, tc.goBin, planted, env)
 			if err == nil || !strings.Contains(string(out), want) {
 				t.Errorf("%s: go vet -vettool: err=%v, want failure with %q\n%s", pre, err, want, out)
 			}
-			out, err = goVet(tc.goBin, switched, env)
+			out, err = goVet(t, tc.goBin, switched, env)
 			if err == nil || !strings.Contains(string(out), wantSwitch) {
 				t.Errorf("%s: go vet -vettool on the stack-switch plant: err=%v, want failure with %q\n%s", pre, err, wantSwitch, out)
 			}
-			if out, err := goVet(tc.goBin, clean, env); err != nil {
+			if out, err := goVet(t, tc.goBin, clean, env); err != nil {
 				t.Errorf("%s: go vet -vettool on the fixed package: %v\n%s", pre, err, out)
 			}
 
@@ -177,26 +178,52 @@ func TestVetTool(t *testing.T) {
 			}
 
 			// The standalone driver.
-			code, stdout, stderr := fpcheck(t, planted, env, "./...")
+			code, stdout, stderr := fpcheckIn(t, planted, env, "./...")
 			if tc.asmCheck {
-				if code != 2 || !strings.Contains(stderr, wantAsm) {
-					t.Errorf("%s: fpcheck ./...: exit %d, want 2 with the assembler's rejection %q\n%s%s", pre, code, wantAsm, stdout, stderr)
+				if code != exitFailure || !strings.Contains(stderr, wantAsm) {
+					t.Errorf("%s: fpcheck ./...: exit %d, want 3 with the assembler's rejection %q\n%s%s", pre, code, wantAsm, stdout, stderr)
 				}
 			} else if code != 1 || !strings.Contains(stderr, want) {
 				t.Errorf("%s: fpcheck ./...: exit %d, want 1 with %q\n%s%s", pre, code, want, stdout, stderr)
 			}
-			code, stdout, stderr = fpcheck(t, switched, env, "./...")
+			code, stdout, stderr = fpcheckIn(t, switched, env, "./...")
 			if code != 1 || !strings.Contains(stderr, wantSwitch) {
 				t.Errorf("%s: fpcheck ./... on the stack-switch plant: exit %d, want 1 with %q\n%s%s", pre, code, wantSwitch, stdout, stderr)
 			}
-			code, stdout, stderr = fpcheck(t, clean, env, "./...")
+			code, stdout, stderr = fpcheckIn(t, clean, env, "./...")
 			if code != 0 {
 				t.Errorf("%s: fpcheck ./... on the fixed package: exit %d\n%s%s", pre, code, stdout, stderr)
 			}
 		}
 	}
-	code, _, stderr := fpcheck(t, planted, nil, "./nonexistent/...")
-	if code != 2 {
-		t.Errorf("fpcheck on a bad pattern: exit %d, want 2\n%s", code, stderr)
+	code, _, stderr := fpcheckIn(t, planted, nil, "./nonexistent/...")
+	if code != exitFailure {
+		t.Errorf("fpcheck on a bad pattern: exit %d, want 3\n%s", code, stderr)
+	}
+}
+
+// TestSourceRuntime runs the analyzers over the runtime of the toolchain
+// under test. The fork's runtime must pass, but for the one shape only the
+// machine-code checker can clear: arm64's cgoSigtramp calls load_g, a leaf
+// that never stores the frame pointer, before clearing it (fpcheck binary
+// reads load_g's code and accepts the call; the source checker sees one
+// function at a time).
+func TestSourceRuntime(t *testing.T) {
+	if !isFork() {
+		t.Skipf("%s is not the fork: its runtime lacks the boundary fixes", runtime.Version())
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		env := []string{"GOARCH=" + arch, "GOTOOLCHAIN=local", "GOFLAGS=",
+			"PATH=" + filepath.Dir(goTool()) + string(os.PathListSeparator) + os.Getenv("PATH")}
+		code, stdout, stderr := fpcheckIn(t, t.TempDir(), env, "runtime", "runtime/cgo")
+		var other []string
+		for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+			if l != "" && !(arch == "arm64" && strings.Contains(l, "C-ABI entry runtime.cgoSigtramp calls runtime·load_g(SB)")) {
+				other = append(other, l)
+			}
+		}
+		if code != exitClean && code != exitFindings || len(other) > 0 {
+			t.Errorf("%s: fpcheck runtime runtime/cgo: exit %d\n%s%s", arch, code, stdout, strings.Join(other, "\n"))
+		}
 	}
 }

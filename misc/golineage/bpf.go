@@ -20,13 +20,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/lineage"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/fpchain"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 // stackWords is how many words above SP the program copies for the
@@ -38,7 +40,7 @@ const stackWords = 8
 const walkFrames = 128
 
 // bpfScript returns the bpftrace program.
-func bpfScript(pid int, pf profileFlags, view *lineage.View) string {
+func bpfScript(pid int, pf profileFlags, view *lineageabi.View) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "profile:hz:%d /pid == %d/ {\n", pf.hz, pid)
 	// The user registers, also when the sample hit in the kernel: the entry
@@ -101,14 +103,14 @@ func probeBPF() error {
 	return nil
 }
 
-func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf profileFlags, b *pprofout.Builder) error {
+func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
 	if bin.Arch != "amd64" {
 		return fmt.Errorf("the bpf collector supports amd64 only (executable is %s)", bin.Arch)
 	}
 	if _, err := exec.LookPath("bpftrace"); err != nil {
 		return errors.New("the bpf collector needs bpftrace, which is not installed (Debian: apt-get install bpftrace)")
 	}
-	var view *lineage.View
+	var view *lineageabi.View
 	if abi != nil {
 		// The program embeds run-time header fields; read them without
 		// stopping the process (they are written once, before any goroutine).
@@ -120,7 +122,9 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf pro
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pf.duration+60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bpftrace", "-e", bpfScript(pid, pf, view))
+	// -B none: lines arrive as the probes print them, so READY says when
+	// sampling really started.
+	cmd := exec.CommandContext(ctx, "bpftrace", "-B", "none", "-e", bpfScript(pid, pf, view))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -130,26 +134,44 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf pro
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	// bpftrace runs to the end of its interval whatever happens to the
+	// target; end it early (SIGINT: it prints what it has and exits) when
+	// we are interrupted or the target exits.
+	var gone atomic.Bool
+	done := make(chan struct{})
 	go func() {
-		// SIGINT to us ends bpftrace early; it prints its maps and exits.
-		for cmd.ProcessState == nil && ctx.Err() == nil {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
 			if interrupted.Load() {
 				cmd.Process.Signal(os.Interrupt)
 				return
 			}
-			time.Sleep(50 * time.Millisecond)
+			if processGone(pid) {
+				gone.Store(true)
+				cmd.Process.Signal(os.Interrupt)
+				return
+			}
 		}
 	}()
 	perr := parseBPF(stdout, bin, bias, view != nil, b, func() {
 		if pf.stats {
-			fmt.Fprintln(os.Stderr, "golineage: sampling started")
+			fmt.Fprintln(pf.stderr, "golineage: sampling started")
 		}
 	})
 	werr := cmd.Wait()
-	if perr != nil {
+	close(done)
+	switch {
+	case perr != nil:
 		return perr
-	}
-	if werr != nil && !interrupted.Load() {
+	case gone.Load():
+		return fmt.Errorf("process %d exited", pid)
+	case werr != nil && !interrupted.Load():
 		return fmt.Errorf("bpftrace: %v: %s (loading BPF programs needs root or CAP_BPF and CAP_PERFMON)", werr, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return nil
@@ -157,7 +179,7 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf pro
 
 // parseBPF reads the program's output: per sample an S line (tid, thread
 // pointer, ip, sp, bp), a W line (stack words), optional L lines (lineage
-// records, see lineage.ParseBpftraceLine), F lines of return addresses from
+// records, see lineageabi.ParseBpftraceLine), F lines of return addresses from
 // the frame-pointer walk (8 per line, 0 past the end) and an E line.
 //
 // A READY line says the probes are attached; ready (if not nil) is called.
@@ -255,7 +277,7 @@ func (s *bpfSample) stitch(out *pprofout.Sample, withLineage bool) {
 	if !withLineage {
 		return
 	}
-	goid, chain, err := lineage.ParseBpftrace(s.lineage, s.tid)
+	goid, chain, err := lineageabi.ParseBpftrace(s.lineage, s.tid)
 	if err != nil {
 		lineageDropped++
 		return
@@ -274,7 +296,7 @@ func bpInFrame(bin *gobin.Binary, bias uint64, r target.Regs) bool {
 	}
 	spd := f.SPDelta(r.PC - bias)
 	// spd 0: nothing pushed yet (or a frameless function), BP is the caller's.
-	return spd < 0 || spd > 0 && r.FP == r.SP+uint64(spd)-8
+	return spd < 0 || fpchain.InFrameRecord(fpchain.Frame{Arch: bin.Arch, PC: r.PC - bias, HaveRegs: true, SPDelta: spd, SP: r.SP, FP: r.FP})
 }
 
 // wordMem serves reads from the words copied above SP.

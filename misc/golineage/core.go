@@ -3,14 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // openCore opens a core file and the executable it came from.
-func openCore(corePath, exe string, native bool) (*snapshot, func(), error) {
+func openCore(corePath, exe string, native bool, stderr io.Writer) (*snapshot, func(), error) {
 	bin, err := gobin.Open(exe)
 	if err != nil {
 		if errors.Is(err, gobin.ErrNotGo) {
@@ -29,7 +29,7 @@ func openCore(corePath, exe string, native bool) (*snapshot, func(), error) {
 		return nil, nil, err
 	}
 	for _, w := range c.Warnings {
-		fmt.Fprintf(os.Stderr, "golineage: warning: %s\n", w)
+		fmt.Fprintf(stderr, "golineage: warning: %s\n", w)
 	}
 	closer := func() { c.Close(); bin.Close() }
 	bias, err := target.LoadBias(c.Auxv, bin.Entry, bin.PIE)

@@ -107,18 +107,8 @@ func TestLineageCrossCheck(t *testing.T) {
 	}
 
 	t.Run("core", func(t *testing.T) {
-		if _, err := exec.LookPath("gcore"); err != nil {
-			t.Skip("skipping: gcore (gdb) not installed")
-		}
-		prefix := filepath.Join(t.TempDir(), "core")
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		if o, err := exec.CommandContext(ctx, "gcore", "-o", prefix, fmt.Sprint(p.pid())).CombinedOutput(); err != nil {
-			t.Fatalf("gcore: %v\n%s", err, o)
-		}
+		core := gcore(t, p.pid())
 		p.checkRunning(t)
-		core := fmt.Sprintf("%s.%d", prefix, p.pid())
-		defer os.Remove(core)
 		cout, stderr, code := tool(t, "stacks", "--core", core, exe)
 		if code != 0 {
 			t.Fatalf("stacks --core: exit %d: %s", code, stderr)
@@ -213,7 +203,7 @@ func runGDB(t *testing.T, args ...string) string {
 	script, _ := filepath.Abs("gdb/golineage.py")
 	cmdArgs := []string{"-batch", "-nx", "-ex", "source " + script, "-ex", "golineage-bt"}
 	cmd := exec.CommandContext(ctx, "gdb", append(cmdArgs, args...)...)
-	cmd.Env = append(os.Environ(), "GOLINEAGE="+toolPath) // names frames of stripped binaries
+	cmd.Env = append(os.Environ(), "GOLINEAGE="+toolBinary(t)) // names frames of stripped binaries
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -250,21 +240,11 @@ func TestStrippedLineage(t *testing.T) {
 // pclntab (golineage symbolize) and prints the same lineage, creation
 // stacks included, as golineage stacks --core.
 func TestGDBStripped(t *testing.T) {
-	if _, err := exec.LookPath("gcore"); err != nil {
-		t.Skip("skipping: gcore (gdb) not installed")
-	}
 	exe := fixture(t, "tree", "-ldflags=-s -w")
 	requireABI(t, exe)
 	p := start(t, exe, "GODEBUG=lineagestack=16")
 	nodes, leaves := parseTree(t, p.report)
-	prefix := filepath.Join(t.TempDir(), "core")
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	if o, err := exec.CommandContext(ctx, "gcore", "-o", prefix, fmt.Sprint(p.pid())).CombinedOutput(); err != nil {
-		t.Fatalf("gcore: %v\n%s", err, o)
-	}
-	core := fmt.Sprintf("%s.%d", prefix, p.pid())
-	defer os.Remove(core)
+	core := gcore(t, p.pid())
 	cout, stderr, code := tool(t, "stacks", "--core", core, exe)
 	if code != 0 {
 		t.Fatalf("stacks --core: exit %d: %s", code, stderr)

@@ -24,6 +24,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -33,56 +34,87 @@ import (
 const usage = `usage:
 	golineage stacks [-native] PID
 	golineage stacks [-native] --core CORE EXE
-	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf] PID
+	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf]
+	                  [-native] [-running] [-consistent] [-stats] PID
 	golineage symbolize [-bias N] EXE < "PC [pc|ret|created]" lines
 	golineage unwind [-bias N] EXE   (memory served over stdin/stdout; for the gdb extension)
+	golineage help
+
+Exit status: 0 success; 1 failure (including a truncated core, after the
+partial stacks are printed); 2 bad usage; 130 interrupted (SIGINT, SIGTERM,
+SIGHUP or SIGPIPE: the target is resumed and what was sampled is written).
 `
 
-// interrupted is set by SIGINT/SIGTERM; long-running commands poll it so that
-// they always resume the target before exiting.
+// interrupted is set by SIGINT/SIGTERM/SIGHUP/SIGPIPE while a command runs;
+// long-running commands poll it so that they always resume the target
+// before exiting.
 var interrupted atomic.Bool
 
-func main() {
+// stdin is what symbolize and unwind read (tests replace it).
+var stdin io.Reader = os.Stdin
+
+// errInterrupted is run's error when a signal ended the command.
+var errInterrupted = errors.New("interrupted")
+
+func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// cli runs one golineage command and returns its exit status (see usage).
+func cli(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	interrupted.Store(false)
+	done := make(chan struct{})
 	go func() {
-		for range sigs {
-			interrupted.Store(true)
+		for {
+			select {
+			case <-sigs:
+				interrupted.Store(true)
+			case <-done:
+				return
+			}
 		}
 	}()
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	defer func() { signal.Stop(sigs); close(done) }()
+	err := run(args, stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errInterrupted):
+		return 130
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "golineage: %v\n%s", err, usage)
+		return 2
+	}
+	fmt.Fprintf(stderr, "golineage: %v\n", err)
+	return 1
+}
+
+// run runs the command args names, writing only to stdout and stderr.
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) < 1 {
+		return usageError{"no command"}
 	}
 	var err error
-	switch os.Args[1] {
+	switch args[0] {
 	case "stacks":
-		err = cmdStacks(os.Args[2:])
+		err = cmdStacks(args[1:], stdout, stderr)
 	case "profile":
-		err = cmdProfile(os.Args[2:])
+		err = cmdProfile(args[1:], stdout, stderr)
 	case "symbolize":
-		err = runSymbolize(os.Args[2:])
+		err = cmdSymbolize(args[1:], stdin, stdout)
 	case "unwind":
-		err = runUnwind(os.Args[2:])
+		err = cmdUnwind(args[1:], stdin, stdout)
 	case "help", "-h", "-help", "--help":
-		fmt.Print(usage)
-		return
+		fmt.Fprint(stdout, usage)
+		return nil
 	default:
-		fmt.Fprintf(os.Stderr, "golineage: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
+		return usageError{fmt.Sprintf("unknown command %q", args[0])}
 	}
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(os.Stderr, "golineage: %v\n%s", err, usage)
-			os.Exit(2)
-		}
-		fmt.Fprintf(os.Stderr, "golineage: %v\n", err)
-		os.Exit(1)
+	if err == nil && interrupted.Load() {
+		return errInterrupted
 	}
-	if interrupted.Load() {
-		os.Exit(130)
-	}
+	return err
 }
 
 type usageError struct{ msg string }

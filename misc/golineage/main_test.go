@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -21,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 // The fixtures are built with the go command on PATH (the toolchain running
@@ -35,9 +34,8 @@ func fixtureGo() string {
 }
 
 var (
-	tmpDir   string
-	toolPath string
-	builds   sync.Map // key -> *buildResult
+	tmpDir string
+	builds sync.Map // key -> *buildResult
 )
 
 type buildResult struct {
@@ -52,15 +50,28 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	tmpDir = d
-	toolPath = filepath.Join(d, "golineage")
-	out, err := exec.Command("go", "build", "-o", toolPath, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building golineage: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
 	os.RemoveAll(d)
 	os.Exit(code)
+}
+
+var toolBuild buildResult
+
+// toolBinary builds golineage itself, for the tests that need a separate
+// process: the gdb extension runs it, and signals and credentials are per
+// process. Every other test calls cli in process.
+func toolBinary(t testing.TB) string {
+	t.Helper()
+	toolBuild.once.Do(func() {
+		toolBuild.path = filepath.Join(tmpDir, "golineage")
+		if out, err := exec.Command("go", "build", "-o", toolBuild.path, ".").CombinedOutput(); err != nil {
+			toolBuild.err = fmt.Errorf("building golineage: %v\n%s", err, out)
+		}
+	})
+	if toolBuild.err != nil {
+		t.Fatal(toolBuild.err)
+	}
+	return toolBuild.path
 }
 
 // fixture builds testdata/NAME once per flag set.
@@ -96,7 +107,7 @@ func requireABI(t *testing.T, exe string) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := lineage.Find(b); err != nil {
+	if _, err := lineageabi.Find(b.ELF); err != nil {
 		t.Skipf("skipping: the fixture's runtime has no lineage ABI (%v); set GOLINEAGE_FIXTURE_GO to a toolchain that has it", err)
 	}
 }
@@ -203,25 +214,20 @@ func mustTasks(t *testing.T, pid int) []string {
 	return out
 }
 
-// tool runs golineage and returns stdout, stderr and the exit code.
+// tool runs golineage in process and returns stdout, stderr and the exit
+// status.
 func tool(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, toolPath, args...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
+	done := make(chan int)
+	go func() { done <- cli(args, &stdout, &stderr) }()
+	select {
+	case code := <-done:
+		return stdout.String(), stderr.String(), code
+	case <-time.After(120 * time.Second):
 		t.Fatalf("golineage %v hung", args)
 	}
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return stdout.String(), stderr.String(), code
+	panic("unreachable")
 }
 
 // threadBlock is one thread of golineage's output.
@@ -422,7 +428,7 @@ func TestNoABI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data = bytes.ReplaceAll(data, lineage.Magic, make([]byte, len(lineage.Magic)))
+	data = bytes.ReplaceAll(data, lineageabi.Magic, make([]byte, len(lineageabi.Magic)))
 	noabi := filepath.Join(t.TempDir(), "noabi")
 	if err := os.WriteFile(noabi, data, 0o755); err != nil {
 		t.Fatal(err)
@@ -494,7 +500,7 @@ func TestInterrupt(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	time.Sleep(200 * time.Millisecond)
 	out := filepath.Join(t.TempDir(), "p.pb.gz")
-	prof := exec.Command(toolPath, "profile", "-native", "-hz", "500", "-duration", "60s", "-o", out, fmt.Sprint(cmd.Process.Pid))
+	prof := exec.Command(toolBinary(t), "profile", "-native", "-hz", "500", "-duration", "60s", "-o", out, fmt.Sprint(cmd.Process.Pid))
 	if err := prof.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +604,7 @@ func TestPermission(t *testing.T) {
 	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755)
 	tl := filepath.Join(dir, "golineage")
-	data, _ := os.ReadFile(toolPath)
+	data, _ := os.ReadFile(toolBinary(t))
 	os.WriteFile(tl, data, 0o755)
 	p := start(t, fixture(t, "blocked"))
 	cmd := exec.Command(tl, "stacks", "-native", fmt.Sprint(p.pid()))

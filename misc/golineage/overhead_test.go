@@ -43,7 +43,7 @@ func runBusy(tb testing.TB, d time.Duration, sample bool, collector string) (flo
 		// Generous duration: sampling must cover the whole measured period,
 		// which starts only once the sampler is attached (bpftrace compiles
 		// its program first; that start-up is not what -hz costs).
-		prof = exec.Command(toolPath, "profile", "-native", "-stats", "-collector", collector, "-hz", "99",
+		prof = exec.Command(toolBinary(tb), "profile", "-native", "-stats", "-collector", collector, "-hz", "99",
 			"-duration", (d + 30*time.Second).String(), "-o", tb.TempDir()+"/p.pb.gz", fmt.Sprint(cmd.Process.Pid))
 		pe, err := prof.StderrPipe()
 		if err != nil {

@@ -6,18 +6,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/lineage"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 type profileFlags struct {
@@ -30,10 +32,12 @@ type profileFlags struct {
 	running    bool
 	stats      bool
 	consistent bool
+
+	stdout, stderr io.Writer // where the command writes
 }
 
-func cmdProfile(args []string) error {
-	var pf profileFlags
+func cmdProfile(args []string, stdout, stderr io.Writer) error {
+	pf := profileFlags{stdout: stdout, stderr: stderr}
 	fl := flag.NewFlagSet("profile", flag.ContinueOnError)
 	fl.IntVar(&pf.hz, "hz", 99, "samples per second")
 	fl.DurationVar(&pf.duration, "duration", 10*time.Second, "how long to sample")
@@ -44,8 +48,8 @@ func cmdProfile(args []string) error {
 	fl.BoolVar(&pf.running, "running", false, "keep only samples of threads that were running (a CPU profile)")
 	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times to standard error")
 	fl.BoolVar(&pf.consistent, "consistent", false, "stop all threads together for each sample (a snapshot consistent across threads; costs the target more)")
-	if err := fl.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parseFlags(fl, args, stderr); err != nil {
+		return err
 	}
 	if fl.NArg() != 1 {
 		return usageError{"profile: need exactly one PID"}
@@ -59,10 +63,20 @@ func cmdProfile(args []string) error {
 	if pf.format != "pprof" && pf.format != "folded" && pf.format != "svg" {
 		return usageError{fmt.Sprintf("-format %q: want pprof, folded or svg", pf.format)}
 	}
+	if pf.collector != "ptrace" && pf.collector != "bpf" {
+		return usageError{fmt.Sprintf("-collector %q: want ptrace or bpf", pf.collector)}
+	}
 	pid, err := parsePID(fl.Arg(0))
 	if err != nil {
 		return err
 	}
+	// The output is opened before sampling, so that a path that cannot be
+	// written fails now and not after the whole run.
+	out, err := openOutput(pf)
+	if err != nil {
+		return err
+	}
+	defer out.abandon()
 	bin, err := openLive(pid)
 	if err != nil {
 		return err
@@ -82,36 +96,67 @@ func cmdProfile(args []string) error {
 	}
 	b := pprofout.New(bin, bias, time.Second/time.Duration(pf.hz))
 	b.Title = fmt.Sprintf("golineage profile of %s (pid %d), %d Hz, %s collector", filepath.Base(bin.Path), pid, pf.hz, pf.collector)
-	switch pf.collector {
-	case "ptrace":
-		err = samplePtrace(pid, bin, bias, abi, pf, b)
-	case "bpf":
+	if pf.collector == "bpf" {
 		err = sampleBPF(pid, bin, bias, abi, pf, b)
-	default:
-		return usageError{fmt.Sprintf("-collector %q: want ptrace or bpf", pf.collector)}
+	} else {
+		err = samplePtrace(pid, bin, bias, abi, pf, b)
 	}
 	if err != nil && b.Len() == 0 {
 		return err
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "golineage: sampling ended early: %v (writing the %d samples taken)\n", err, b.Len())
+		fmt.Fprintf(stderr, "golineage: sampling ended early: %v (writing the %d samples taken)\n", err, b.Len())
 	}
-	return writeProfile(b, pf)
+	return out.write(b, pf)
 }
 
-func writeProfile(b *pprofout.Builder, pf profileFlags) error {
-	out := pf.out
-	if out == "" && pf.format == "pprof" {
-		out = "golineage.pb.gz"
+// output is where a profile goes: a file opened (and so checked) before
+// sampling, or standard output.
+type output struct {
+	path    string
+	f       *os.File // nil for standard output
+	created bool     // the file did not exist before this run
+	done    bool
+}
+
+func openOutput(pf profileFlags) (*output, error) {
+	o := &output{path: pf.out}
+	if o.path == "" && pf.format == "pprof" {
+		o.path = "golineage.pb.gz"
 	}
-	var w io.Writer = os.Stdout
-	var f *os.File
-	if out != "" && out != "-" {
-		var err error
-		if f, err = os.Create(out); err != nil {
+	if o.path == "" || o.path == "-" {
+		return o, nil
+	}
+	_, statErr := os.Stat(o.path)
+	f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("cannot write the profile (-o): %w", err)
+	}
+	o.f, o.created = f, errors.Is(statErr, fs.ErrNotExist)
+	return o, nil
+}
+
+// abandon closes an output that was never written, removing the file if
+// this run created it.
+func (o *output) abandon() {
+	if o.f == nil || o.done {
+		return
+	}
+	o.f.Close()
+	if o.created {
+		os.Remove(o.path)
+	}
+}
+
+func (o *output) write(b *pprofout.Builder, pf profileFlags) error {
+	o.done = true
+	w := pf.stdout
+	if o.f != nil {
+		if err := o.f.Truncate(0); err != nil {
+			o.f.Close()
 			return err
 		}
-		w = f
+		w = o.f
 	}
 	bw := bufio.NewWriter(w)
 	var err error
@@ -126,13 +171,13 @@ func writeProfile(b *pprofout.Builder, pf profileFlags) error {
 	if err == nil {
 		err = bw.Flush()
 	}
-	if f != nil {
-		if cerr := f.Close(); err == nil {
+	if o.f != nil {
+		if cerr := o.f.Close(); err == nil {
 			err = cerr
 		}
-	}
-	if err == nil && out != "" && out != "-" {
-		fmt.Fprintf(os.Stderr, "golineage: wrote %d samples to %s\n", b.Len(), out)
+		if err == nil {
+			fmt.Fprintf(pf.stderr, "golineage: wrote %d samples to %s\n", b.Len(), o.path)
+		}
 	}
 	return err
 }
@@ -140,7 +185,7 @@ func writeProfile(b *pprofout.Builder, pf profileFlags) error {
 // samplePtrace stops all threads at each tick, copies their stacks and
 // lineage, and resumes them before doing anything else (symbolization and
 // output happen after sampling).
-func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf profileFlags, b *pprofout.Builder) error {
+func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
 	tr := target.NewTracer()
 	defer tr.Close()
 	period := time.Second / time.Duration(pf.hz)
@@ -148,12 +193,12 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf 
 	var stops []time.Duration
 	defer func() {
 		if pf.stats || len(stops) > 0 {
-			reportStops(stops)
+			reportStops(pf.stderr, stops)
 		}
 	}()
 	var loopErr error
 	if pf.stats {
-		fmt.Fprintln(os.Stderr, "golineage: sampling started")
+		fmt.Fprintln(pf.stderr, "golineage: sampling started")
 	}
 	tr.Do(func() {
 		next := time.Now()
@@ -174,7 +219,7 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf 
 				samples, err = sampleEach(tr, pid, bin, bias, abi, pf.running, &stops)
 			}
 			if err != nil {
-				if _, e := os.Stat(fmt.Sprintf("/proc/%d", pid)); e != nil || errors.Is(err, target.ErrGone) {
+				if processGone(pid) || errors.Is(err, target.ErrGone) {
 					err = fmt.Errorf("process %d exited", pid)
 				}
 				loopErr = err
@@ -202,12 +247,12 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, pf 
 // record are copied. The lineage header and registry are read first, with
 // the process running (regions are never freed, and each region is read
 // again, under its sequence counter, while its thread is stopped).
-func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineage.ABI, running bool, stops *[]time.Duration) ([]pprofout.Sample, error) {
+func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, running bool, stops *[]time.Duration) ([]pprofout.Sample, error) {
 	tids, err := target.ListThreads(pid)
 	if err != nil {
 		return nil, err
 	}
-	var view *lineage.View
+	var view *lineageabi.View
 	if abi != nil {
 		view, _ = abi.Load(target.ProcMem(pid), bias)
 	}
@@ -217,7 +262,7 @@ func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi 
 		d, err := tr.StopThreadOnThread(pid, tid, running, func(st *target.Stopped) {
 			mem := target.NewCachedMem(st.Mem)
 			snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: mem}
-			var v *lineage.View
+			var v *lineageabi.View
 			if view != nil {
 				v = view.WithMem(mem)
 			}
@@ -235,13 +280,13 @@ func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi 
 	return out, nil
 }
 
-func loadViewOrNil(snap *snapshot) *lineage.View {
+func loadViewOrNil(snap *snapshot) *lineageabi.View {
 	v, _ := loadView(snap) // a sample without lineage is still a sample
 	return v
 }
 
 // sampleThreads copies what a sample needs while the target is stopped.
-func sampleThreads(snap *snapshot, view *lineage.View, runningOnly bool) []pprofout.Sample {
+func sampleThreads(snap *snapshot, view *lineageabi.View, runningOnly bool) []pprofout.Sample {
 	var out []pprofout.Sample
 	for _, th := range snap.threads {
 		if runningOnly && th.State != "R" {
@@ -251,7 +296,7 @@ func sampleThreads(snap *snapshot, view *lineage.View, runningOnly bool) []pprof
 		s := pprofout.Sample{TID: th.TID, PCs: walk.PCs}
 		if view != nil {
 			if rec, err := view.Thread(uint64(th.TID)); err == nil && rec != nil {
-				s.Goid, s.Lineage = rec.Goid, lineage.Chain(rec)
+				s.Goid, s.Lineage = rec.Goid, lineageabi.Chain(rec)
 			}
 		}
 		out = append(out, s)
@@ -259,7 +304,19 @@ func sampleThreads(snap *snapshot, view *lineage.View, runningOnly bool) []pprof
 	return out
 }
 
-func reportStops(stops []time.Duration) {
+// processGone reports whether process pid has exited (a zombie counts as
+// exited: it runs nothing and has no memory left to read).
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
+}
+
+func reportStops(stderr io.Writer, stops []time.Duration) {
 	if len(stops) == 0 {
 		return
 	}
@@ -269,7 +326,7 @@ func reportStops(stops []time.Duration) {
 	for _, d := range s {
 		sum += d
 	}
-	fmt.Fprintf(os.Stderr, "golineage: %d samples; thread stop time per sample (summed over threads): mean %v, median %v, p99 %v, max %v\n",
+	fmt.Fprintf(stderr, "golineage: %d samples; thread stop time per sample (summed over threads): mean %v, median %v, p99 %v, max %v\n",
 		len(s), sum/time.Duration(len(s)), s[len(s)/2], s[len(s)*99/100], s[len(s)-1])
 }
 

@@ -5,15 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/lineage"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 // snapshot is a target held still: a stopped process or a core file.
@@ -22,26 +23,26 @@ type snapshot struct {
 	bias    uint64
 	threads []target.Thread
 	mem     target.Mem
-	abi     *lineage.ABI // nil when only native stacks are wanted
+	abi     *lineageabi.ABI // nil when only native stacks are wanted
 	// warnings about the input (a truncated core); they make the exit
 	// status non-zero after the output.
 	warnings []string
 }
 
-func cmdStacks(args []string) error {
+func cmdStacks(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("stacks", flag.ContinueOnError)
 	native := fl.Bool("native", false, "print native stacks only (allowed for binaries without the lineage ABI)")
 	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
-	if err := fl.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parseFlags(fl, args, stderr); err != nil {
+		return err
 	}
-	w := bufio.NewWriter(os.Stdout)
+	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	if *core != "" {
 		if fl.NArg() != 1 {
 			return usageError{"stacks --core CORE EXE: need exactly one EXE"}
 		}
-		snap, closer, err := openCore(*core, fl.Arg(0), *native)
+		snap, closer, err := openCore(*core, fl.Arg(0), *native, stderr)
 		if err != nil {
 			return err
 		}
@@ -98,6 +99,20 @@ func writeThreads(w *bufio.Writer, snap *snapshot, threads []stack.Thread) error
 	return w.Flush()
 }
 
+// parseFlags parses a subcommand's flags; errors are usage errors, and -h
+// prints the flags' descriptions to stderr.
+func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) error {
+	fl.SetOutput(io.Discard)
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fl.SetOutput(stderr)
+			fl.PrintDefaults()
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
 func parsePID(s string) (int, error) {
 	pid, err := strconv.Atoi(s)
 	if err != nil || pid <= 0 {
@@ -134,13 +149,20 @@ func openLive(pid int) (*gobin.Binary, error) {
 	return bin, nil
 }
 
-func findABI(bin *gobin.Binary, native bool) (*lineage.ABI, error) {
+func findABI(bin *gobin.Binary, native bool) (*lineageabi.ABI, error) {
 	if native {
 		return nil, nil
 	}
-	abi, err := lineage.Find(bin)
+	abi, err := lineageabi.Find(bin.ELF)
+	if errors.Is(err, lineageabi.ErrNoABI) {
+		v := bin.GoVersion
+		if v == "" {
+			v = "an unknown Go toolchain (no build info)"
+		}
+		return nil, fmt.Errorf("%s was built by %s, which does not publish the goroutine lineage ABI (build it with the fpsafe fork's toolchain, or use -native to print native stacks without lineage): %w", bin.Path, v, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%v\n(use -native to print native stacks without lineage)", err)
+		return nil, fmt.Errorf("%s: %w (use -native to print native stacks without lineage)", bin.Path, err)
 	}
 	return abi, nil
 }
@@ -163,7 +185,7 @@ func collect(snap *snapshot) []stack.Thread {
 			case err != nil:
 				t.Note = "lineage: " + err.Error()
 			case rec != nil:
-				t.Goid, t.Lineage = rec.Goid, lineage.Chain(rec)
+				t.Goid, t.Lineage = rec.Goid, lineageabi.Chain(rec)
 				if rec.Truncated() {
 					t.Note = fmt.Sprintf("older ancestors not recorded: true depth %d, GODEBUG=lineage keeps %d", rec.Depth, view.H.MaxDepth)
 				}
@@ -178,7 +200,7 @@ func collect(snap *snapshot) []stack.Thread {
 }
 
 // loadView reads the lineage header and registry of a stopped target.
-func loadView(snap *snapshot) (*lineage.View, error) {
+func loadView(snap *snapshot) (*lineageabi.View, error) {
 	if snap.abi == nil {
 		return nil, nil
 	}

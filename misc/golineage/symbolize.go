@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -20,8 +19,8 @@ import (
 func exeArgs(cmd string, args []string) (*gobin.Binary, uint64, error) {
 	fl := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	bias := fl.String("bias", "0", "load bias of the executable (PIE), subtracted from every PC")
-	if err := fl.Parse(args); err != nil {
-		return nil, 0, usageError{err.Error()}
+	if err := parseFlags(fl, args, io.Discard); err != nil {
+		return nil, 0, err
 	}
 	if fl.NArg() != 1 {
 		return nil, 0, usageError{cmd + ": need exactly one EXE"}
@@ -91,8 +90,6 @@ func cmdSymbolize(args []string, in io.Reader, out io.Writer) error {
 	}
 	return sc.Err()
 }
-
-func runSymbolize(args []string) error { return cmdSymbolize(args, os.Stdin, os.Stdout) }
 
 // cmdUnwind walks one thread's frame-pointer chain the way golineage stacks
 // does, for a tool that owns the target (the gdb extension, on stripped
@@ -189,5 +186,3 @@ func (m *servedMem) ReadAt(p []byte, addr uint64) error {
 	}
 	return nil
 }
-
-func runUnwind(args []string) error { return cmdUnwind(args, os.Stdin, os.Stdout) }

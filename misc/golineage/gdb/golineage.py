@@ -24,8 +24,19 @@ import subprocess
 
 import gdb
 
+# The header's own layout (doc/lineage-abi.md, section 2); every region and
+# record offset comes from the header's offset table. These constants are
+# checked against the Go reader (misc/internal/lineageabi) by
+# misc/golineage's TestGDBConstantsMatchGo.
 MAGIC = b"\x7fGoLineage\x00\x00\xa5\x5a\xc3\x3c"
+VERSION = 1
 HEADER_V1 = 208
+OFF_VERSION = 16  # version, header_size, ptr_size, flags: u32 each
+OFF_SELF = 32  # self, regions, nregions: u64 each
+OFF_MAX_DEPTH = 56  # max_depth .. off_rec_stack: TABLE_U32 u32 fields
+TABLE_U32 = 25
+FLAG_READY = 1
+REC_CGO_CALLBACK = 8
 RETRIES = 3
 
 
@@ -75,18 +86,18 @@ class Header(object):
     def __init__(self, b):
         if b[:16] != MAGIC:
             raise LineageError("bad lineage header magic")
-        self.version, self.header_size, self.ptr_size, self.flags = struct.unpack_from("<IIII", b, 16)
-        if self.version != 1:
-            raise LineageError("lineage ABI version %d not supported (this reader knows 1)" % self.version)
+        self.version, self.header_size, self.ptr_size, self.flags = struct.unpack_from("<IIII", b, OFF_VERSION)
+        if self.version != VERSION:
+            raise LineageError("lineage ABI version %d not supported (this reader knows %d)" % (self.version, VERSION))
         if self.header_size < HEADER_V1:
             raise LineageError("lineage header too small")
-        self.self_addr, self.regions, self.nregions = struct.unpack_from("<QQQ", b, 32)
+        self.self_addr, self.regions, self.nregions = struct.unpack_from("<QQQ", b, OFF_SELF)
         (self.max_depth, self.max_stack, self.record_size, self.region_size,
          self.r_seq, self.r_tid, self.r_cur, self.r_next, self.r_mid, self.r_state,
          self.c_seq, self.c_goid, self.c_startpc, self.c_gopc, self.c_parent,
          self.c_nanc, self.c_nstk, self.c_flags, self.c_depth, self.c_anc,
          self.anc_size, self.a_goid, self.a_startpc, self.a_gopc,
-         self.c_stack) = struct.unpack_from("<25I", b, 56)
+         self.c_stack) = struct.unpack_from("<%dI" % TABLE_U32, b, OFF_MAX_DEPTH)
 
 
 class Lineage(object):
@@ -103,7 +114,7 @@ class Lineage(object):
             bias = self._auxv_entry() - entry
         self.addr = vaddr + bias
         h = Header(self.read(self.addr, HEADER_V1))
-        if not h.flags & 1:
+        if not h.flags & FLAG_READY:
             raise LineageError("lineage header not initialized yet (runtime still starting)")
         if h.self_addr != self.addr:
             raise LineageError("lineage header at %#x says it is at %#x" % (self.addr, h.self_addr))
@@ -181,7 +192,7 @@ class Lineage(object):
 
 def chain(rec):
     """Lineage steps, newest first, as golineage prints them."""
-    if rec["flags"] & 8 or rec["goid"] == 1 or rec["gopc"] == 0:
+    if rec["flags"] & REC_CGO_CALLBACK or rec["goid"] == 1 or rec["gopc"] == 0:
         return []
     out = [(rec["goid"], rec["parent"], rec["gopc"], rec["stack"])]
     anc = rec["anc"]

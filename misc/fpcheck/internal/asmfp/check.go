@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/fpcheck/internal/boundary"
+	"fpsafe.dev/misc/internal/fpchain"
+	"fpsafe.dev/misc/internal/fprule"
 )
 
 // A finding is reported at a source line.
@@ -20,11 +21,11 @@ type fn struct {
 	r      *archRegs
 	cls    []classified
 	labels map[string]int
-	regBit map[string]uint
+	regNum map[string]fprule.Reg
 }
 
 func prepare(f *asmFunc, r *archRegs) *fn {
-	p := &fn{f: f, r: r, labels: map[string]int{}, regBit: map[string]uint{}}
+	p := &fn{f: f, r: r, labels: map[string]int{}, regNum: map[string]fprule.Reg{}}
 	for i, in := range f.insts {
 		for _, l := range in.labels {
 			p.labels[l] = i
@@ -33,7 +34,7 @@ func prepare(f *asmFunc, r *archRegs) *fn {
 	}
 	for i := range p.cls {
 		c := &p.cls[i]
-		if (c.kind == kCall || c.kind == kTail) && boundary.NoReturn[calleeName(c.target, f)] {
+		if (c.kind == kCall || c.kind == kTail) && fpchain.NoReturn[calleeName(c.target, f)] {
 			c.noReturn = true
 		}
 		if c.kind == kJump || c.kind == kCondJump {
@@ -61,35 +62,36 @@ func (p *fn) jumpTarget(i int) int {
 	return -1
 }
 
-func (p *fn) bit(reg string) uint64 {
-	if reg == "" {
-		return 0
+// reg numbers the registers the function names, for the model.
+func (p *fn) reg(name string) fprule.Reg {
+	switch name {
+	case "":
+		return fprule.NoReg
+	case p.r.sp, "SP":
+		return fprule.SP
 	}
-	b, ok := p.regBit[reg]
+	n, ok := p.regNum[name]
 	if !ok {
-		if len(p.regBit) >= 62 {
-			return 0
+		if len(p.regNum) >= int(fprule.SP) {
+			return fprule.NoReg
 		}
-		b = uint(len(p.regBit))
-		p.regBit[reg] = b
+		n = fprule.Reg(len(p.regNum))
+		p.regNum[name] = n
 	}
-	return 1 << b
-}
-
-type pstate struct {
-	handled, called, saved, switched, fpNew bool
-	spd                                     uint64
+	return n
 }
 
 // walk explores every path from the entry, calling visit for each
 // instruction with the state before it. visit returns the state after it.
-func (p *fn) walk(visit func(i int, s pstate) pstate) {
+// The entry state knows the caller's frame pointer is saved in a function
+// with a frame: the assembler's prologue saves it.
+func (p *fn) walk(visit func(i int, s fprule.State) fprule.State) {
 	type item struct {
 		i int
-		s pstate
+		s fprule.State
 	}
 	seen := map[item]bool{}
-	start := pstate{spd: p.bit(p.r.fp) | p.bit(p.r.sp) | p.bit("SP")}
+	start := fprule.Entry(p.reg(p.r.fp), !p.f.frameless())
 	work := []item{{0, start}}
 	for len(work) > 0 {
 		it := work[len(work)-1]
@@ -117,59 +119,17 @@ func (p *fn) walk(visit func(i int, s pstate) pstate) {
 	}
 }
 
-func (p *fn) derived(s pstate, reg string) bool {
-	return reg == p.r.sp || reg == "SP" || s.spd&p.bit(reg) != 0
-}
-
-// apply updates s for the data effects of instruction i, calling onChange
-// for deliberate writes of the frame pointer (for the C ABI check).
-func (p *fn) apply(i int, s pstate, onChange func(pstate)) pstate {
-	c := &p.cls[i]
-	if c.fpSave {
-		s.saved = true
-	}
-	deliberate := func() {
-		if onChange != nil {
-			onChange(s)
-		}
-		s.handled, s.fpNew = true, true
-	}
-	fpb := p.bit(p.r.fp)
-	switch c.fp {
-	case eClear, eLoad, eOther:
-		deliberate()
-		s.spd &^= fpb
-	case eFromSP:
-		s.spd |= fpb
-	case eFromReg:
-		if p.derived(s, c.fpSrc) {
-			s.spd |= fpb
-		} else {
-			deliberate()
-			s.spd &^= fpb
-		}
-	case eRestore:
-		s.handled, s.fpNew = false, false
-		s.spd |= fpb
-	}
-	// On arm64 the clone system call itself puts the child on the new stack.
-	if p.r.fp == "R29" && p.f.name == "runtime.clone" && p.f.insts[i].op == "SVC" {
-		s.switched, s.fpNew = true, false
-	} else if c.sp == sSwitch || c.sp == sFromReg && !p.derived(s, c.spSrc) {
-		s.switched, s.fpNew = !s.switched, false
-		if p.f.insts[i].linkNote {
-			s.fpNew = true
-		}
-		s.spd = p.bit(p.r.sp) | p.bit("SP")
-	}
-	if c.def != "" {
-		if c.defSrc != "" && p.derived(s, c.defSrc) {
-			s.spd |= p.bit(c.def)
-		} else {
-			s.spd &^= p.bit(c.def)
-		}
-	}
-	return s
+// apply updates s for the effects of instruction i.
+func (p *fn) apply(i int, s fprule.State) (fprule.State, fprule.Events) {
+	c, in := &p.cls[i], p.f.insts[i]
+	return s.Apply(fprule.Effect{
+		FP: c.fp, FPSrc: p.reg(c.fpSrc), FPSave: c.fpSave,
+		SP: c.sp, SPSrc: p.reg(c.spSrc),
+		Def: p.reg(c.def), DefSrc: p.reg(c.defSrc), DefOffset: c.defOffset,
+		// On arm64 the clone system call itself puts the child on the new stack.
+		NewThread: p.r.fp == "R29" && p.f.name == "runtime.clone" && in.op == "SVC",
+		Link:      in.linkNote,
+	})
 }
 
 func isCall(c *classified) bool { return c.kind == kCall }
@@ -193,7 +153,7 @@ func calleeName(t string, f *asmFunc) string {
 // from C, must clear or deliberately set the frame pointer before its first
 // call; one entered from C must save it first.
 func checkTopframe(f *asmFunc, r *archRegs) []finding {
-	_, cabi := boundary.CABIEntries[f.name]
+	_, cabi := fpchain.CEntries[f.name]
 	if !f.topframe && !cabi || f.linkNote {
 		return nil
 	}
@@ -211,20 +171,18 @@ func checkTopframe(f *asmFunc, r *archRegs) []finding {
 	if cabi {
 		what = "C-ABI entry"
 	}
-	p.walk(func(i int, s pstate) pstate {
-		// An assembler prologue saves the caller's frame pointer in framed functions.
-		if i == 0 && !f.frameless() {
-			s.saved = true
+	fnc := fprule.Function{Root: true}
+	p.walk(func(i int, s fprule.State) fprule.State {
+		s, ev := p.apply(i, s)
+		if cabi && ev.UnsavedWrite {
+			add(i, fmt.Sprintf("%s %s changes the frame pointer before saving it (it is callee-saved in the C ABI)", what, f.name))
 		}
-		s = p.apply(i, s, func(s pstate) {
-			if cabi && !s.saved {
-				add(i, fmt.Sprintf("%s %s changes the frame pointer before saving it (it is callee-saved in the C ABI)", what, f.name))
-			}
-		})
 		c := &p.cls[i]
-		if isCall(c) && !s.called {
-			s.called = true
-			if !s.handled && !boundary.RootCallees[calleeName(c.target, f)] && !f.insts[i].linkNote {
+		if isCall(c) {
+			exempt := fpchain.RootCallees[calleeName(c.target, f)] || f.insts[i].linkNote
+			var v fprule.Verdict
+			s, v = s.Call(fnc, fprule.Call{Returns: true, Exempt: exempt})
+			if v.Root {
 				add(i, fmt.Sprintf("%s %s calls %s with the caller's frame pointer live: clear it (or link it deliberately) before the call", what, f.name, c.target))
 			}
 		}
@@ -236,17 +194,20 @@ func checkTopframe(f *asmFunc, r *archRegs) []finding {
 // checkStackSwitch reports calls made on a new stack while the frame pointer
 // still points into the old one.
 func checkStackSwitch(f *asmFunc, r *archRegs) []finding {
-	if _, ok := boundary.DocumentedLinks[f.name]; ok || f.linkNote {
+	if _, ok := fpchain.Links[f.name]; ok || f.linkNote {
 		return nil
 	}
 	p := prepare(f, r)
 	seen := map[int]bool{}
 	var out []finding
-	p.walk(func(i int, s pstate) pstate {
-		s = p.apply(i, s, nil)
+	p.walk(func(i int, s fprule.State) fprule.State {
+		s, _ = p.apply(i, s)
 		c := &p.cls[i]
-		if (isCall(c) || c.kind == kTail || c.kind == kIndirect) && s.switched && !s.fpNew && !f.insts[i].linkNote && !seen[i] {
-			if !boundary.RootCallees[calleeName(c.target, f)] {
+		if isCall(c) || c.kind == kTail || c.kind == kIndirect {
+			exempt := fpchain.RootCallees[calleeName(c.target, f)] || f.insts[i].linkNote
+			var v fprule.Verdict
+			s, v = s.Call(fprule.Function{}, fprule.Call{Returns: isCall(c), Exempt: exempt})
+			if v.Switch && !seen[i] {
 				seen[i] = true
 				out = append(out, finding{f.insts[i].line, fmt.Sprintf("%s switches stacks and then calls %s with the frame pointer still pointing into the old stack: clear it, or link it deliberately (annotate with // %s and say why)", f.name, c.target, LinkAnnotation)})
 			}

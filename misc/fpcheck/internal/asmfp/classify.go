@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"fpsafe.dev/misc/internal/fprule"
 )
 
 // archRegs names the registers that matter, per architecture.
@@ -30,25 +32,26 @@ const (
 	kTrap
 )
 
-type fpEff uint8
-
-const (
-	eNone fpEff = iota
-	eClear
-	eFromSP
-	eFromReg
-	eRestore
-	eLoad
-	eOther
+// The frame-pointer and stack-pointer effects are the model's (package
+// fprule); the classifier names them with these short forms.
+type (
+	fpEff = fprule.FPEffect
+	spEff = fprule.SPEffect
 )
 
-type spEff uint8
-
 const (
-	sNone spEff = iota
-	sAdjust
-	sFromReg
-	sSwitch
+	eNone    = fprule.FPNone
+	eClear   = fprule.FPClear
+	eFromSP  = fprule.FPFromSP
+	eFromReg = fprule.FPFromReg
+	eRestore = fprule.FPRestore
+	eLoad    = fprule.FPLoad
+	eOther   = fprule.FPOther
+
+	sNone    = fprule.SPNone
+	sAdjust  = fprule.SPAdjust
+	sFromReg = fprule.SPFromReg
+	sSwitch  = fprule.SPSwitch
 )
 
 // classified is what the checks need to know about one instruction.
@@ -65,6 +68,9 @@ type classified struct {
 	savedCtx bool   // loads the frame pointer from a saved context (gobuf.bp, g.syscallbp)
 	def      string // register written
 	defSrc   string // register it is a copy of (or copy plus constant), "" otherwise
+	// defOffset: def is moved by adding or subtracting another register,
+	// so it still points into the memory it pointed into.
+	defOffset bool
 }
 
 var armCond = map[string]bool{
@@ -190,7 +196,7 @@ func classify(in *inst, r *archRegs) classified {
 		// arm64 three-operand form: OP $imm, Rn, Rd; OP Rm, Rn, Rd.
 		src = srcs[1]
 	}
-	copyFrom, zero, load, loadBase := "", false, false, ""
+	copyFrom, zero, load, loadBase, offset := "", false, false, "", false
 	bareOp := baseOp(op)
 	switch {
 	case op == "POPQ" || op == "POPL":
@@ -214,8 +220,13 @@ func classify(in *inst, r *archRegs) classified {
 			if len(srcs) == 2 {
 				copyFrom = srcs[1]
 			}
+		} else if bareOp == "SUB" {
+			offset = isRegName(srcs[0]) && (len(srcs) == 1 || srcs[1] == dests[0])
 		}
 	case bareOp == "ADD" || bareOp == "AND" || bareOp == "OR" || op == "ADJSP":
+		if bareOp == "ADD" && len(srcs) > 0 && isRegName(srcs[0]) {
+			offset = len(srcs) == 1 || srcs[1] == dests[0]
+		}
 		if op == "ADJSP" || len(srcs) > 0 && isImm(srcs[0]) {
 			copyFrom = dests[0]
 			if len(srcs) == 2 {
@@ -262,6 +273,7 @@ func classify(in *inst, r *archRegs) classified {
 		default:
 			c.def = d
 			c.defSrc = copyFrom
+			c.defOffset = offset
 		}
 	}
 	return c

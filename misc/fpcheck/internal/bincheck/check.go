@@ -34,20 +34,21 @@ import (
 	"sort"
 	"strings"
 
-	"fpsafe.dev/misc/fpcheck/internal/boundary"
 	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/fpchain"
+	"fpsafe.dev/misc/internal/fprule"
 )
 
 var errShort = errors.New("truncated instruction")
 
 // Finding is one violation.
 type Finding struct {
-	Func   string
-	Off    uint64
-	PC     uint64
-	Insn   string
-	Rule   string // "root", "c-abi", "stack-switch"
-	Detail string
+	Func   string `json:"func"`
+	Off    uint64 `json:"off"`
+	PC     uint64 `json:"pc"`
+	Insn   string `json:"insn"`
+	Rule   string `json:"rule"` // "root", "c-abi", "stack-switch"
+	Detail string `json:"detail"`
 }
 
 func (f Finding) String() string {
@@ -56,19 +57,19 @@ func (f Finding) String() string {
 
 // FuncReport is the result for one checked function.
 type FuncReport struct {
-	Name     string
-	Entry    uint64
-	Kinds    []string
-	Findings []Finding
-	Note     string
+	Name     string    `json:"name"`
+	Entry    uint64    `json:"entry"`
+	Kinds    []string  `json:"kinds"`
+	Findings []Finding `json:"findings,omitempty"`
+	Note     string    `json:"note,omitempty"`
 }
 
 // Report is the result for one binary.
 type Report struct {
-	Path   string
-	Arch   string
-	NFuncs int
-	Funcs  []FuncReport
+	Path   string       `json:"path"`
+	Arch   string       `json:"arch"`
+	NFuncs int          `json:"nfuncs"`
+	Funcs  []FuncReport `json:"funcs"`
 }
 
 // Violations counts the findings.
@@ -113,8 +114,8 @@ func Check(b *gobin.Binary) (*Report, error) {
 	for i := range b.Funcs {
 		f := &b.Funcs[i]
 		root := f.TopFrame()
-		_, cabi := boundary.CABIEntries[f.Name]
-		_, isSwitch := boundary.Switches[f.Name]
+		_, cabi := fpchain.CEntries[f.Name]
+		_, isSwitch := fpchain.Switches[f.Name]
 		sw := f.Flag&gobin.FlagSPWrite != 0 || isSwitch
 		if !root && !cabi && !sw {
 			continue
@@ -137,11 +138,11 @@ func Check(b *gobin.Binary) (*Report, error) {
 		if sw {
 			fr.Kinds = append(fr.Kinds, "spwrite")
 		}
-		_, link := boundary.DocumentedLinks[f.Name]
+		_, link := fpchain.Links[f.Name]
 		if link {
 			fr.Kinds = append(fr.Kinds, "documented-link")
 		}
-		a := &analysis{b: b, f: f, insns: insns, fp: fpReg, root: root || cabi, cabi: cabi, link: link, decode: decode}
+		a := &analysis{b: b, f: f, insns: insns, fp: fpReg, fn: fprule.Function{Root: root || cabi, Link: link}, cabi: cabi, decode: decode}
 		a.run()
 		fr.Findings = a.findings
 		fr.Note = a.note()
@@ -164,27 +165,13 @@ func decodeAll(code []byte, entry uint64, decode func([]byte, uint64) (insn, err
 	return out, nil
 }
 
-type state struct {
-	handled  bool   // frame pointer cleared or deliberately set since entry
-	called   bool   // a call has been made on this path (root rule checked)
-	saved    bool   // frame pointer saved to memory since entry
-	switched bool   // running on a stack switched to in this function
-	fpNew    bool   // frame pointer written since the switch
-	spd      uint32 // registers holding values derived from SP
-	// fpBase is the register the frame pointer was last computed from
-	// while it still holds a pointer into the same memory (-1 for none):
-	// a switch to a stack computed from it keeps the frame pointer valid.
-	fpBase int8
-}
-
 type analysis struct {
 	b     *gobin.Binary
 	f     *gobin.Func
 	insns []insn
 	fp    int
-	root  bool
+	fn    fprule.Function
 	cabi  bool
-	link  bool
 
 	findings  []Finding
 	seen      map[string]bool
@@ -236,10 +223,10 @@ func (a *analysis) run() {
 	a.clears = map[uint64]bool{}
 	type item struct {
 		i int
-		s state
+		s fprule.State
 	}
 	visited := map[item]bool{}
-	work := []item{{0, state{spd: 1<<uint(a.fp) | 1<<31, fpBase: -1}}}
+	work := []item{{0, fprule.Entry(reg(a.fp), false)}}
 	for len(work) > 0 {
 		it := work[len(work)-1]
 		work = work[:len(work)-1]
@@ -262,91 +249,23 @@ func (a *analysis) run() {
 	sort.Slice(a.findings, func(i, j int) bool { return a.findings[i].PC < a.findings[j].PC })
 }
 
-// spDerived reports whether register r holds an SP-derived value in s.
-func spDerived(s state, r int) bool {
-	if r == regSP {
-		return true
-	}
-	return r >= 0 && r < 31 && s.spd&(1<<uint(r)) != 0
-}
-
-func setBit(m uint32, r int, v bool) uint32 {
-	if r < 0 || r >= 31 {
-		return m
-	}
-	if v {
-		return m | 1<<uint(r)
-	}
-	return m &^ (1 << uint(r))
-}
-
 // step applies in to s. It returns the new state, whether execution continues
 // at the next instruction, and the index of a branch target to explore (-1).
-func (a *analysis) step(in *insn, s state) (state, bool, int) {
-	if in.fpSt {
-		s.saved = true
-	}
-	deliberate := func() {
-		if a.cabi && !s.saved {
+func (a *analysis) step(in *insn, s fprule.State) (fprule.State, bool, int) {
+	e := in.effect()
+	// On arm64 the clone system call itself puts the child on the new
+	// stack. (Only its first system call; the child's gettid does not
+	// switch.)
+	e.NewThread = a.b.Arch == "arm64" && a.f.Name == "runtime.clone" && strings.HasPrefix(in.text, "SVC")
+	s, ev := s.Apply(e)
+	if ev.Deliberate {
+		if a.cabi && ev.UnsavedWrite {
 			a.report(in, "c-abi", "changes the C caller's frame pointer (callee-saved) before saving it")
 		}
-		s.handled, s.fpNew = true, true
 		a.clears[in.pc] = true
 	}
-	if in.fp != fpNone {
-		s.fpBase = -1
-	}
-	switch in.fp {
-	case fpClear:
-		deliberate()
-		s.spd = setBit(s.spd, a.fp, false)
-	case fpFromSP:
-		// On a switched-to stack this points the frame pointer into it.
-		s.spd = setBit(s.spd, a.fp, true)
-		s.fpNew = true
-	case fpFromReg:
-		if spDerived(s, in.fpSrc) {
-			s.spd = setBit(s.spd, a.fp, true)
-			s.fpNew = true
-		} else {
-			deliberate()
-			s.spd = setBit(s.spd, a.fp, false)
-			s.fpBase = int8(in.fpSrc)
-		}
-	case fpRestore:
-		s.handled, s.fpNew = false, false
-		s.spd = setBit(s.spd, a.fp, true)
-	case fpLoad, fpOther:
-		deliberate()
-		s.spd = setBit(s.spd, a.fp, false)
-	}
-	// A switch away from the entry stack makes the frame pointer stale
-	// until it is written again; a second switch is taken to return to the
-	// entry stack (the switch, call, switch back shape of the runtime).
-	// On arm64 the clone system call itself puts the child on the new stack.
-	// (Only its first system call; the child's gettid does not switch.)
-	// A frame pointer computed, before the switch, from the register the
-	// new SP comes from already points into the new stack (cgocallback's
-	// link to curg.sched.bp on amd64).
-	if a.b.Arch == "arm64" && a.f.Name == "runtime.clone" && strings.HasPrefix(in.text, "SVC") {
-		if !s.switched {
-			a.switches++
-			s.switched, s.fpNew, s.spd = true, false, 0
-		}
-	} else if in.sp == spSwitch || in.sp == spFromReg && !spDerived(s, in.spSrc) {
-		s.switched = !s.switched
-		s.fpNew = in.sp == spFromReg && s.fpBase >= 0 && in.spSrc == int(s.fpBase)
+	if ev.Switched {
 		a.switches++
-		s.spd = 0
-		if s.fpNew {
-			s.spd = setBit(s.spd, a.fp, true)
-		}
-	}
-	if in.def >= 0 {
-		s.spd = setBit(s.spd, in.def, in.defSrc >= 0 && spDerived(s, in.defSrc))
-		if in.def == int(s.fpBase) && in.defSrc != in.def && !in.defOffset {
-			s.fpBase = -1
-		}
 	}
 
 	leaves := func() bool {
@@ -361,17 +280,15 @@ func (a *analysis) step(in *insn, s state) (state, bool, int) {
 		if in.flow != flowCall {
 			verb = "jumps to"
 		}
-		if !boundary.RootCallees[name] && !(in.flow == flowCall && a.storesNoFrame(in.target)) {
-			// A tail jump leaves no frame of this function behind: the target
-			// runs as if entered directly, and is checked itself if it is a root.
-			if a.root && !s.handled && !s.called && in.flow == flowCall {
-				a.report(in, "root", fmt.Sprintf("%s %s with the caller's frame pointer live (not cleared or linked since entry)", verb, name))
-			}
-			if s.switched && !s.fpNew && !a.link {
-				a.report(in, "stack-switch", fmt.Sprintf("%s %s on a new stack with the frame pointer still pointing into the old stack", verb, name))
-			}
+		exempt := fpchain.RootCallees[name] || in.flow == flowCall && a.storesNoFrame(in.target)
+		var v fprule.Verdict
+		s, v = s.Call(a.fn, fprule.Call{Returns: in.flow == flowCall, Exempt: exempt})
+		if v.Root {
+			a.report(in, "root", fmt.Sprintf("%s %s with the caller's frame pointer live (not cleared or linked since entry)", verb, name))
 		}
-		s.called = true
+		if v.Switch {
+			a.report(in, "stack-switch", fmt.Sprintf("%s %s on a new stack with the frame pointer still pointing into the old stack", verb, name))
+		}
 	}
 	switch in.flow {
 	case flowCall, flowNext:
@@ -404,18 +321,21 @@ func (a *analysis) storesNoFrame(pc uint64) bool {
 		return false
 	}
 	insns, _ := decodeAll(code, f.Entry, a.decode)
-	for _, in := range insns {
-		if in.fpSt || in.flow == flowCall || in.flow == flowIndirect || in.flow == flowJump && (in.target < f.Entry || in.target >= f.End) {
-			return false
+	steps := make([]fprule.LeafStep, len(insns))
+	for i, in := range insns {
+		steps[i] = fprule.LeafStep{
+			SavesFP: in.fpSt,
+			Calls:   in.flow == flowCall || in.flow == flowIndirect,
+			Leaves:  in.flow == flowJump && (in.target < f.Entry || in.target >= f.End),
 		}
 	}
-	a.leafCache[pc] = true
-	return true
+	a.leafCache[pc] = fprule.StoresNoFrame(steps)
+	return a.leafCache[pc]
 }
 
 func (a *analysis) note() string {
 	var parts []string
-	if a.root && len(a.findings) == 0 {
+	if a.fn.Root && len(a.findings) == 0 {
 		var offs []string
 		for pc := range a.clears {
 			offs = append(offs, fmt.Sprintf("+%#x", pc-a.f.Entry))
@@ -427,10 +347,10 @@ func (a *analysis) note() string {
 			parts = append(parts, "makes no call")
 		}
 	}
-	if a.link {
-		parts = append(parts, "documented link: "+boundary.DocumentedLinks[a.f.Name])
+	if a.fn.Link {
+		parts = append(parts, "documented link: "+fpchain.Links[a.f.Name])
 	}
-	if a.switches == 0 && !a.root {
+	if a.switches == 0 && !a.fn.Root {
 		parts = append(parts, "no stack switch")
 	}
 	return strings.Join(parts, "; ")

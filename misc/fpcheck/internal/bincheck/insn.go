@@ -1,5 +1,7 @@
 package bincheck
 
+import "fpsafe.dev/misc/internal/fprule"
+
 // An insn is one decoded instruction, reduced to what the frame-pointer
 // analysis needs. Decoders for each architecture fill it in.
 type insn struct {
@@ -38,25 +40,46 @@ const (
 	flowTrap // does not continue (UD2, INT3, BRK)
 )
 
-type fpEffect uint8
-
-const (
-	fpNone    fpEffect = iota
-	fpClear            // set to zero
-	fpFromSP           // set from SP (frame setup): the chain still continues into the saved value
-	fpFromReg          // set from another register (classified by the state)
-	fpRestore          // loaded from the current stack (an epilogue restoring the caller's value)
-	fpLoad             // loaded from elsewhere (a deliberate link, e.g. gobuf.bp)
-	fpOther            // any other computation
+// The frame-pointer and stack-pointer effects are the model's
+// (package fprule); the decoders name them with these short forms.
+type (
+	fpEffect = fprule.FPEffect
+	spEffect = fprule.SPEffect
 )
 
-type spEffect uint8
-
 const (
-	spNone    spEffect = iota
-	spAdjust           // arithmetic on SP, or a copy from an SP-derived register
-	spFromReg          // copy from a register (a switch unless it is SP-derived)
-	spSwitch           // load from memory: a stack switch
+	fpNone    = fprule.FPNone
+	fpClear   = fprule.FPClear
+	fpFromSP  = fprule.FPFromSP
+	fpFromReg = fprule.FPFromReg
+	fpRestore = fprule.FPRestore
+	fpLoad    = fprule.FPLoad
+	fpOther   = fprule.FPOther
+
+	spNone    = fprule.SPNone
+	spAdjust  = fprule.SPAdjust
+	spFromReg = fprule.SPFromReg
+	spSwitch  = fprule.SPSwitch
 )
 
 const regSP = 100 // pseudo register number for the stack pointer
+
+// reg converts a decoder's register number to the model's.
+func reg(r int) fprule.Reg {
+	switch {
+	case r == regSP:
+		return fprule.SP
+	case r < 0 || r >= 31:
+		return fprule.NoReg
+	}
+	return fprule.Reg(r)
+}
+
+// effect is in's effect in the model.
+func (in *insn) effect() fprule.Effect {
+	return fprule.Effect{
+		FP: in.fp, FPSrc: reg(in.fpSrc), FPSave: in.fpSt,
+		SP: in.sp, SPSrc: reg(in.spSrc),
+		Def: reg(in.def), DefSrc: reg(in.defSrc), DefOffset: in.defOffset,
+	}
+}

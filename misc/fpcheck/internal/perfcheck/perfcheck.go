@@ -2,7 +2,7 @@
 // and checks every user-space chain: each frame symbolizable (Go code through
 // the binary's pclntab, other code through perf's ELF symbols), each Go return
 // address just after a call instruction, no loops, and the outermost frame a
-// documented root.
+// documented root (package fpchain).
 //
 // Chains whose leaf (the sampled PC) is outside Go code, is a Go function
 // without a frame record called from outside Go code, or is a C entry point
@@ -24,33 +24,8 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/fpcheck/internal/boundary"
+	"fpsafe.dev/misc/internal/fpchain"
 )
-
-// Roots are the functions at which a user-space frame-pointer chain may end,
-// with why the chain ends there.
-var Roots = map[string]string{
-	"runtime.goexit":              "bottom of every goroutine",
-	"runtime.mstart":              "thread root of Go-created threads (clears the frame pointer)",
-	"runtime.rt0_go":              "process entry (clears the frame pointer)",
-	"runtime.mcall":               "switch to g0 that clears the frame pointer",
-	"runtime.morestack":           "switch to g0 that clears the frame pointer",
-	"runtime.sigtramp":            "signal handler entry",
-	"runtime.cgoSigtramp":         "signal handler entry (cgo)",
-	"runtime.sigprofNonGoWrapper": "SIGPROF on a thread not created by Go",
-	"crosscall2":                  "C-to-Go entry on a thread without a goroutine above (C-created thread)",
-	"runtime.cgocallback":         "C-to-Go entry on a thread without a goroutine above",
-	"_rt0_amd64":                  "process entry",
-	"_rt0_arm64":                  "process entry",
-	"_rt0_amd64_linux":            "process entry",
-	"_rt0_arm64_linux":            "process entry",
-	"_start":                      "C process entry",
-	"__libc_start_main":           "C process entry",
-	"__libc_start_call_main":      "C process entry",
-	"start_thread":                "C thread root (glibc)",
-	"clone":                       "C thread root (glibc)",
-	"clone3":                      "C thread root (glibc)",
-}
 
 // Frame is one entry of a perf call chain, as perf script prints it.
 type Frame struct {
@@ -183,17 +158,20 @@ func isKernel(f Frame) bool {
 
 // Result is the outcome over all samples.
 type Result struct {
-	Samples  int
-	Kinds    map[Kind]int
-	Roots    map[string]int
-	Examples map[Kind][]string
+	Samples  int               `json:"samples"`
+	Kinds    map[Kind]int      `json:"chains"`
+	Roots    map[string]int    `json:"roots"`
+	Examples map[Kind][]string `json:"examples,omitempty"`
 	// Samples with an unsymbolizable frame or a loop anywhere, C leaves
 	// included, split by whose frame pointer the walk started from: Go's
 	// (GoBadLike, also counted as violations), C code of the program (its
 	// cgo C, or a frameless Go leaf called from it, such as
 	// _cgo_topofstack), or a non-Go shared library (libc, ld.so).
-	AnyBadLike, GoBadLike, CBadLike, LibBadLike int
-	BadLike                                     []string // examples of the first two
+	AnyBadLike int      `json:"badAnywhere"`
+	GoBadLike  int      `json:"badFromGoFP"`
+	CBadLike   int      `json:"badFromProgramCFP"`
+	LibBadLike int      `json:"badFromLibraryFP"`
+	BadLike    []string `json:"badExamples,omitempty"` // examples of the first two
 }
 
 // Checker symbolizes frames.
@@ -300,7 +278,7 @@ func (c *Checker) check(s *Sample) (kind Kind, root, detail string, badLike bool
 	// chain is C's.
 	// So does a sample inside a C entry point (crosscall2, sigtramp, ...),
 	// which runs with C's frame pointer until it ends the chain.
-	_, cEntry := boundary.CABIEntries[res[0].name]
+	_, cEntry := fpchain.CEntries[res[0].name]
 	if !res[0].goCode || cEntry || res[0].noFrame && len(res) > 1 && !res[1].goCode {
 		return CLeaf, "", chain(8), badLike
 	}
@@ -319,7 +297,7 @@ func (c *Checker) check(s *Sample) (kind Kind, root, detail string, badLike bool
 		}
 	}
 	last := res[len(res)-1].name
-	if _, ok := Roots[last]; ok {
+	if fpchain.IsRoot(last) {
 		return OK, last, "", badLike
 	}
 	if len(res) == 1 && res[0].noFrame {

@@ -99,3 +99,22 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseScript: perf script text is foreign input; the parser must
+// return samples or an error, and the checker must judge whatever it
+// returns, without panicking.
+func FuzzParseScript(f *testing.F) {
+	f.Add(script)
+	f.Add("x 1/1\n\tzzz foo (bar)\n")
+	f.Add("p 1\n\t ffffffffffffffff\n\t1 (\n\t2 a (b) (c)\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		samples, err := ParseScript(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		r := NewChecker(127).Check(samples)
+		if r.Samples != len(samples) {
+			t.Fatalf("checked %d samples of %d", r.Samples, len(samples))
+		}
+	})
+}

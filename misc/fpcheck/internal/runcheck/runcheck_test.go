@@ -1,6 +1,7 @@
 package runcheck
 
 import (
+	"io"
 	"strings"
 	"testing"
 )
@@ -53,4 +54,27 @@ func TestParseBad(t *testing.T) {
 	if r.Consistent() == nil {
 		t.Fatal("mismatch lines beyond the total accepted")
 	}
+}
+
+// FuzzParser: the report lines come from the program's stderr, foreign
+// input; parsing, checking and writing them must not panic, and every line
+// with the prefix is counted.
+func FuzzParser(f *testing.F) {
+	f.Add("fpunwindcheck: mismatch site=block goid=7 fp=[0x401000,0x401100] slow=[0x401000]\nfpunwindcheck: checked=1 mismatches=1\n")
+	f.Add("fpunwindcheck: site=heap checked=5 mismatches=0\nfpunwindcheck: fp=[ slow=]\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		var p Parser
+		want := 0
+		for _, l := range strings.Split(s, "\n") {
+			p.Line(l)
+			if strings.Contains(l, Prefix) {
+				want++
+			}
+		}
+		if p.R.Lines != want {
+			t.Fatalf("counted %d report lines, want %d", p.R.Lines, want)
+		}
+		p.R.Consistent()
+		p.R.Write(io.Discard, nil)
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 // Loc is one logical frame of a symbolized stack.
@@ -57,16 +58,9 @@ func SymbolizeWalk(bin *gobin.Binary, bias uint64, w Walk) []Loc {
 	return out
 }
 
-// Ancestor is one step of a goroutine's lineage: goroutine Goid was created
-// by goroutine ParentGoid at GoPC, optionally with the parent's stack at that
-// moment (creation stack, return addresses).
-type Ancestor struct {
-	Goid       uint64
-	ParentGoid uint64
-	GoPC       uint64
-	StartPC    uint64
-	Stack      []uint64
-}
+// Ancestor is one step of a goroutine's lineage, as the lineage ABI reader
+// returns it.
+type Ancestor = lineageabi.Step
 
 // CreatedBy returns the "created by" frame for a at its go statement: the
 // function that executed it (the physical function, as the runtime prints)

@@ -6,13 +6,15 @@
 // a frame, where BP still (or again) holds the caller's frame pointer. For a Go
 // function the pclntab's SP-delta table says where the return address is at
 // that PC; whether BP already points into this frame follows from whether it
-// equals the slot just below that return address. Every outer frame is then a
-// plain frame-pointer walk, as the runtime's own fpTracebackPCs does.
+// holds the address of the frame's record (fpchain.InFrameRecord). Every
+// outer frame is then a plain frame-pointer walk, as the runtime's own
+// fpTracebackPCs does.
 package stack
 
 import (
 	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/fpchain"
 )
 
 // MaxDepth bounds a walk (a corrupt chain must not loop forever).
@@ -77,32 +79,27 @@ func (w *Walk) walk(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.
 	if f := bin.FindFunc(pc - bias); f != nil {
 		if spd := f.SPDelta(pc - bias); spd >= 0 {
 			var ret uint64
-			var slot uint64
 			switch bin.Arch {
 			case "arm64":
 				if spd == 0 {
-					ret, slot = regs.LR, regs.SP-8
+					ret = regs.LR
 				} else {
-					slot = regs.SP
-					r, err := target.Word(mem, slot)
+					r, err := target.Word(mem, regs.SP)
 					if err != nil {
 						w.Stop = err.Error()
 						return none, false
 					}
 					ret = r
-					slot = regs.SP - 8 // where this frame's saved FP lives
 				}
 			default:
-				slot = regs.SP + uint64(spd)
-				r, err := target.Word(mem, slot)
+				r, err := target.Word(mem, regs.SP+uint64(spd))
 				if err != nil {
 					w.Stop = err.Error()
 					return none, false
 				}
 				ret = r
-				slot -= 8
 			}
-			if fp == slot && spd > 0 {
+			if fpchain.InFrameRecord(fpchain.Frame{Arch: bin.Arch, PC: pc - bias, HaveRegs: true, SPDelta: spd, SP: regs.SP, FP: fp}) {
 				// BP points at this frame's saved BP: step over it.
 				next, err := target.Word(mem, fp)
 				if err != nil {
@@ -193,12 +190,11 @@ func le64(b []byte) uint64 {
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
-// Roots end a thread's or a goroutine's stack. They are matched by name,
-// which is stable across releases (abi.FuncID values are not).
-var roots = []string{"runtime.goexit", "runtime.mstart", "runtime.rt0_go"}
-
+// isRoot reports whether pc is in a function that ends a thread's or a
+// goroutine's stack. Roots are matched by name, which is stable across
+// releases (abi.FuncID values are not).
 func isRoot(bin *gobin.Binary, pc uint64) bool {
-	for _, r := range roots {
+	for _, r := range fpchain.StackRoots {
 		if bin.FuncNameIs(pc, r) {
 			return true
 		}
@@ -206,17 +202,12 @@ func isRoot(bin *gobin.Binary, pc uint64) bool {
 	return false
 }
 
-// Signal trampolines, as named in the pclntab. A return address into one of
-// them means the frames below it run in a signal handler entered by the
-// kernel, with the interrupted registers in the signal frame.
-var sigtramps = []string{"runtime.sigtramp", "runtime.cgoSigtramp"}
-
 // sigreturn is the sa_restorer the runtime installs: the kernel's signal
 // frame begins with a return address into it (amd64).
 const sigreturn = "runtime.sigreturn__sigaction"
 
 func isSignalPC(bin *gobin.Binary, pc uint64) bool {
-	for _, n := range sigtramps {
+	for _, n := range fpchain.SignalEntries {
 		if bin.FuncNameIs(pc, n) {
 			return true
 		}

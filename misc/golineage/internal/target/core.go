@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // Core is an ELF core file (from the kernel or gdb's gcore). Memory the core
@@ -58,48 +59,98 @@ func OpenCore(path string, m elf.Machine) (c *Core, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ef, err := elf.NewFile(f)
+	hdr, progs, err := readCoreHeaders(f, st.Size())
 	if err != nil {
 		return nil, fmt.Errorf("%s: not an ELF core file: %v", path, err)
 	}
-	if ef.Type != elf.ET_CORE {
-		return nil, fmt.Errorf("%s: not a core file (ELF type %v)", path, ef.Type)
+	if elf.Type(hdr.Type) != elf.ET_CORE {
+		return nil, fmt.Errorf("%s: not a core file (ELF type %v)", path, elf.Type(hdr.Type))
 	}
-	if ef.Machine != m || ef.Class != elf.ELFCLASS64 || ef.Data != elf.ELFDATA2LSB {
-		return nil, fmt.Errorf("%s: core file is for %v %v, the executable for %v", path, ef.Machine, ef.Class, m)
+	if machine := elf.Machine(hdr.Machine); machine != m {
+		return nil, fmt.Errorf("%s: core file is for %v, the executable for %v", path, machine, m)
 	}
 	c = &Core{f: f, size: st.Size()}
-	for _, p := range ef.Progs {
-		switch p.Type {
+	// gdb's gcore writes the section headers last: a core cut short loses
+	// them first, and needs none of them.
+	if end := hdr.Shoff + uint64(hdr.Shnum)*uint64(hdr.Shentsize); hdr.Shoff != 0 && end > uint64(c.size) {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("core file truncated: its section headers need bytes up to %d, file has %d", end, c.size))
+	}
+	for _, p := range progs {
+		switch elf.ProgType(p.Type) {
 		case elf.PT_LOAD:
 			if p.Off+p.Filesz > uint64(c.size) {
 				c.Warnings = append(c.Warnings, fmt.Sprintf("core file truncated: segment at %#x needs bytes up to %d, file has %d", p.Vaddr, p.Off+p.Filesz, c.size))
 			}
 			c.loads = append(c.loads, coreLoad{p.Vaddr, p.Memsz, p.Filesz, p.Off})
 		case elf.PT_NOTE:
-			data := make([]byte, p.Filesz)
-			if _, err := io.ReadFull(io.NewSectionReader(f, int64(p.Off), int64(p.Filesz)), data); err != nil {
-				return nil, fmt.Errorf("%s: core file truncated: cannot read its notes: %v", path, err)
+			if p.Filesz > 64<<20 {
+				return nil, fmt.Errorf("%s: malformed core file: %d-byte note segment", path, p.Filesz)
 			}
-			if err := c.parseNotes(data, m); err != nil {
+			// gcore writes the notes after the memory: a core cut short
+			// may hold only the first threads' notes.
+			data := make([]byte, p.Filesz)
+			n, err := io.ReadFull(io.NewSectionReader(f, int64(p.Off), int64(p.Filesz)), data)
+			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%s: reading the core's notes: %v", path, err)
+			}
+			if n < len(data) {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("core file truncated: %d of its %d bytes of notes (thread registers) are missing; threads whose notes were cut are not shown", len(data)-n, len(data)))
+			}
+			if err := c.parseNotes(data[:n], m, n < len(data)); err != nil {
 				return nil, fmt.Errorf("%s: %v", path, err)
 			}
 		}
 	}
 	sort.Slice(c.loads, func(i, j int) bool { return c.loads[i].vaddr < c.loads[j].vaddr })
 	if len(c.Threads) == 0 {
+		if len(c.Warnings) > 0 {
+			return nil, fmt.Errorf("%s: no thread's registers are left in the core (%s); cores from gcore hold them at the end, so a cut one has no stacks to show", path, strings.Join(c.Warnings, "; "))
+		}
 		return nil, fmt.Errorf("%s: core file has no thread status notes (NT_PRSTATUS)", path)
 	}
 	return c, nil
 }
 
-func (c *Core) parseNotes(d []byte, m elf.Machine) error {
+// readCoreHeaders reads the ELF header and program headers of a 64-bit
+// little-endian core. Unlike debug/elf it does not read the section
+// headers, which a core does not need and a truncated gcore core lacks.
+func readCoreHeaders(r io.ReaderAt, size int64) (*elf.Header64, []elf.Prog64, error) {
+	var hdr elf.Header64
+	if err := binary.Read(io.NewSectionReader(r, 0, size), binary.LittleEndian, &hdr); err != nil {
+		return nil, nil, err
+	}
+	if string(hdr.Ident[:4]) != elf.ELFMAG {
+		return nil, nil, errors.New("bad magic number")
+	}
+	if elf.Class(hdr.Ident[elf.EI_CLASS]) != elf.ELFCLASS64 || elf.Data(hdr.Ident[elf.EI_DATA]) != elf.ELFDATA2LSB {
+		return nil, nil, fmt.Errorf("%v %v; only 64-bit little-endian cores are read", elf.Class(hdr.Ident[elf.EI_CLASS]), elf.Data(hdr.Ident[elf.EI_DATA]))
+	}
+	const phentsize = 56 // sizeof(Elf64_Phdr)
+	if hdr.Phentsize != phentsize && hdr.Phnum != 0 {
+		return nil, nil, fmt.Errorf("program header size %d, want %d", hdr.Phentsize, phentsize)
+	}
+	if hdr.Phoff > uint64(size) || hdr.Phoff+uint64(hdr.Phnum)*phentsize > uint64(size) {
+		return nil, nil, fmt.Errorf("program headers need bytes up to %d, file has %d: %w", hdr.Phoff+uint64(hdr.Phnum)*phentsize, size, io.ErrUnexpectedEOF)
+	}
+	progs := make([]elf.Prog64, hdr.Phnum)
+	if err := binary.Read(io.NewSectionReader(r, int64(hdr.Phoff), int64(hdr.Phnum)*phentsize), binary.LittleEndian, progs); err != nil {
+		return nil, nil, err
+	}
+	return &hdr, progs, nil
+}
+
+// parseNotes reads the notes in d. If cut, d is the start of a note segment
+// that the end of the file cut short, and a last, partial note is ignored.
+func (c *Core) parseNotes(d []byte, m elf.Machine, cut bool) error {
 	le := binary.LittleEndian
 	for len(d) >= 12 {
 		namesz, descsz, typ := le.Uint32(d), le.Uint32(d[4:]), le.Uint32(d[8:])
 		nameEnd := 12 + align4(uint64(namesz))
 		descEnd := nameEnd + align4(uint64(descsz))
 		if descEnd > uint64(len(d)) || nameEnd > uint64(len(d)) {
+			if cut {
+				return nil
+			}
 			return errors.New("corrupt note segment")
 		}
 		name := string(d[12 : 12+uint64(namesz)])

@@ -32,14 +32,14 @@ func TestPrstatus(t *testing.T) {
 	binary.LittleEndian.PutUint64(desc[prRegOff+4*8:], 0xc100)    // rbp
 	binary.LittleEndian.PutUint64(desc[prRegOff+21*8:], 0x7000)   // fs_base
 	c := &Core{}
-	if err := c.parseNotes(note("CORE", ntPrstatus, desc), elf.EM_X86_64); err != nil {
+	if err := c.parseNotes(note("CORE", ntPrstatus, desc), elf.EM_X86_64, false); err != nil {
 		t.Fatal(err)
 	}
 	want := Thread{TID: 4242, Regs: Regs{PC: 0x401000, SP: 0xc000, FP: 0xc100, TLS: 0x7000}}
 	if len(c.Threads) != 1 || c.Threads[0] != want {
 		t.Fatalf("got %+v, want %+v", c.Threads, want)
 	}
-	if err := c.parseNotes(note("CORE", ntPrstatus, desc[:50]), elf.EM_X86_64); err == nil {
+	if err := c.parseNotes(note("CORE", ntPrstatus, desc[:50]), elf.EM_X86_64, false); err == nil {
 		t.Error("short NT_PRSTATUS accepted")
 	}
 }
@@ -52,7 +52,8 @@ func FuzzCoreNotes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
 			c := &Core{}
-			c.parseNotes(b, m)
+			c.parseNotes(b, m, false)
+			c.parseNotes(b, m, true)
 		}
 	})
 }

@@ -2,3 +2,6 @@
 package stackswitch
 
 func f()
+
+func switchbase()
+func switchbaselost()

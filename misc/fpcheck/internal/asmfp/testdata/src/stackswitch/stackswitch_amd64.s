@@ -47,3 +47,24 @@ TEXT ·ctxswitch(SB),NOSPLIT,$0
 	MOVQ	(g_sched+gobuf_sp)(BX), SP
 	MOVQ	(g_sched+gobuf_bp)(BX), BP
 	JMP	AX
+
+// The frame pointer is computed from the register the new SP then comes
+// from, moved only by register arithmetic (the fork's cgocallback): it
+// already points into the new stack. Accepted.
+TEXT ·switchbase(SB),NOSPLIT,$0
+	MOVQ	(g_sched+gobuf_sp)(SI), DI
+	LEAQ	-16(DI), BP
+	SUBQ	R8, DI
+	MOVQ	DI, SP
+	CALL	·f(SB)
+	RET
+
+// The same, but the register is reloaded before the switch: the frame
+// pointer points into whatever stack it was computed from.
+TEXT ·switchbaselost(SB),NOSPLIT,$0
+	MOVQ	(g_sched+gobuf_sp)(SI), DI
+	LEAQ	-16(DI), BP
+	MOVQ	8(SI), DI
+	MOVQ	DI, SP
+	CALL	·f(SB) // want `stackswitch.switchbaselost switches stacks and then calls ·f\(SB\) with the frame pointer still pointing into the old stack`
+	RET

@@ -1,11 +1,9 @@
-package lineage
+package lineageabi
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"fpsafe.dev/misc/golineage/internal/stack"
 )
 
 // BpftraceChain returns bpftrace statements that, in the context of a
@@ -19,7 +17,7 @@ func (v *View) BpftraceChain(tp, gReg string) string {
 	h := v.H
 	var sb strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&sb, "\t"+format+"\n", args...) }
-	if h.Flags&flagTLSG != 0 {
+	if h.Flags&FlagTLSG != 0 {
 		w("$g = *(uint64*)uptr((int64)%s + (%d));", tp, h.TLSGOffset)
 	} else {
 		w("$g = (uint64)%s;", gReg)
@@ -51,7 +49,7 @@ func (v *View) BpftraceChain(tp, gReg string) string {
 // pc" stack entries, then "L E seq". A sample whose two seq values differ or
 // are odd is dropped (the record changed while it was copied), as are
 // malformed lines; the thread id checks that the region is this thread's.
-func ParseBpftrace(lines []string, tid int) (goid uint64, chain []stack.Ancestor, err error) {
+func ParseBpftrace(lines []string, tid int) (goid uint64, chain []Step, err error) {
 	if len(lines) == 0 {
 		return 0, nil, nil
 	}

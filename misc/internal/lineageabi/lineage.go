@@ -1,8 +1,11 @@
-// Package lineage reads goroutine lineage through the lineage ABI, version 1
-// (doc/lineage-abi.md), and nothing else: every offset and size comes from
-// the header the target publishes, found by its magic cookie in the
-// executable's data (so stripped binaries work) and checked in memory.
-package lineage
+// Package lineageabi is the one reader of the goroutine lineage ABI, version
+// 1 (doc/lineage-abi.md), for the fork's tools: every offset and size of a
+// region or record comes from the header the target publishes, found by its
+// magic cookie in the executable's data (so stripped binaries work) and
+// checked in memory. The header's own layout (the positions of its fields)
+// is defined once, below; the gdb extension's Python reader is kept in sync
+// with it by a test in misc/golineage.
+package lineageabi
 
 import (
 	"bytes"
@@ -10,10 +13,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"fpsafe.dev/misc/golineage/internal/gobin"
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // Magic is the header's 16-byte cookie.
@@ -25,21 +24,56 @@ var ErrNoABI = errors.New("no goroutine lineage ABI")
 // ErrTorn is wrapped when a record kept changing under the reader.
 var ErrTorn = errors.New("inconsistent lineage record (changed while read, retries exhausted)")
 
+// The header layout of version 1 (doc/lineage-abi.md, section 2): the
+// positions of the header's own fields. Everything else a reader needs is in
+// the offset table that starts at OffTable.
 const (
-	version1    = 1
-	minHdrSize  = 208
-	maxRetries  = 3
+	Version    = 1   // the major version this reader knows
+	HeaderSize = 208 // header_size of version 1; larger headers append fields
+
+	OffMagic      = 0
+	OffVersion    = 16
+	OffHeaderSize = 20
+	OffPtrSize    = 24
+	OffFlags      = 28  // [rt]
+	OffSelf       = 32  // [rt] u64
+	OffRegions    = 40  // [rt] u64
+	OffNRegions   = 48  // [rt] u64
+	OffMaxDepth   = 56  // [rt] first of 28 consecutive u32 fields, max_depth .. off_g_record
+	OffRegionSize = 68  // region_size
+	OffTable      = 72  // off_region_seq, the first entry of the offset table
+	OffRecStack   = 152 // [rt] off_rec_stack, the table's last run-time entry
+	OffGRecord    = 164 // off_g_record, the table's last entry
+	OffTLSGOffset = 168 // [rt] i64
+
+	// Header flags.
+	FlagReady   = 1 << 0
+	FlagRecords = 1 << 1
+	FlagStacks  = 1 << 2
+	FlagTLSG    = 1 << 3
+
+	// Record flags.
+	RecAncTruncated = 1 << 0
+	RecCgoCallback  = 1 << 3
+
+	maxRetries  = 3       // seq retries per read, as the ABI prescribes
 	maxRegions  = 1 << 16 // bound on a registry walk beyond nregions
 	maxRecBytes = 1 << 16 // sanity bound on record_size
-
-	flagReady   = 1 << 0
-	flagRecords = 1 << 1
-	flagStacks  = 1 << 2
-	flagTLSG    = 1 << 3
-
-	recAncTruncated = 1 << 0
-	recCgoCallback  = 1 << 3
 )
+
+// Mem reads the target's memory (a stopped process, a core file).
+type Mem interface {
+	ReadAt(p []byte, addr uint64) error
+}
+
+// word reads a little-endian 64-bit word.
+func word(m Mem, addr uint64) (uint64, error) {
+	var b [8]byte
+	if err := m.ReadAt(b[:], addr); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
 
 // Header is a parsed lineage header. Static fields come from the file;
 // dynamic ([rt]) fields are valid only after Load.
@@ -63,7 +97,7 @@ type Header struct {
 // validates the version, pointer size and that every offset lies inside the
 // object it describes, so later reads cannot be steered out of bounds.
 func ParseHeader(b []byte) (*Header, error) {
-	if len(b) < minHdrSize {
+	if len(b) < HeaderSize {
 		return nil, fmt.Errorf("lineage header truncated (%d bytes)", len(b))
 	}
 	if !bytes.Equal(b[:16], Magic) {
@@ -71,21 +105,24 @@ func ParseHeader(b []byte) (*Header, error) {
 	}
 	le := binary.LittleEndian
 	u := func(off int) uint32 { return le.Uint32(b[off:]) }
-	h := &Header{Version: u(16), HeaderSize: u(20), PtrSize: u(24), Flags: u(28),
-		Self: le.Uint64(b[32:]), Regions: le.Uint64(b[40:]), NRegions: le.Uint64(b[48:]),
-		MaxDepth: u(56), MaxStack: u(60), RecordSize: u(64), RegionSize: u(68),
-		OffRegionSeq: u(72), OffRegionTid: u(76), OffRegionCur: u(80), OffRegionNext: u(84), OffRegionMid: u(88), OffRegionState: u(92),
-		OffRecSeq: u(96), OffRecGoid: u(100), OffRecStartPC: u(104), OffRecGoPC: u(108), OffRecParentGoid: u(112),
-		OffRecNanc: u(116), OffRecNstk: u(120), OffRecFlags: u(124), OffRecDepth: u(128), OffRecAnc: u(132),
-		AncSize: u(136), OffAncGoid: u(140), OffAncStartPC: u(144), OffAncGoPC: u(148),
-		OffRecStack: u(152), OffGM: u(156), OffMRegion: u(160), OffGRecord: u(164),
-		TLSGOffset: int64(le.Uint64(b[168:])),
+	// t is the i-th u32 after max_depth (OffMaxDepth), in the order of the
+	// table in doc/lineage-abi.md.
+	t := func(i int) uint32 { return u(OffMaxDepth + 4*i) }
+	h := &Header{Version: u(OffVersion), HeaderSize: u(OffHeaderSize), PtrSize: u(OffPtrSize), Flags: u(OffFlags),
+		Self: le.Uint64(b[OffSelf:]), Regions: le.Uint64(b[OffRegions:]), NRegions: le.Uint64(b[OffNRegions:]),
+		MaxDepth: t(0), MaxStack: t(1), RecordSize: t(2), RegionSize: t(3),
+		OffRegionSeq: t(4), OffRegionTid: t(5), OffRegionCur: t(6), OffRegionNext: t(7), OffRegionMid: t(8), OffRegionState: t(9),
+		OffRecSeq: t(10), OffRecGoid: t(11), OffRecStartPC: t(12), OffRecGoPC: t(13), OffRecParentGoid: t(14),
+		OffRecNanc: t(15), OffRecNstk: t(16), OffRecFlags: t(17), OffRecDepth: t(18), OffRecAnc: t(19),
+		AncSize: t(20), OffAncGoid: t(21), OffAncStartPC: t(22), OffAncGoPC: t(23),
+		OffRecStack: t(24), OffGM: t(25), OffMRegion: t(26), OffGRecord: t(27),
+		TLSGOffset: int64(le.Uint64(b[OffTLSGOffset:])),
 	}
-	if h.Version != version1 {
+	if h.Version != Version {
 		return nil, fmt.Errorf("lineage ABI version %d is not supported (this reader knows version 1)", h.Version)
 	}
-	if h.HeaderSize < minHdrSize {
-		return nil, fmt.Errorf("lineage header size %d is smaller than version 1's %d", h.HeaderSize, minHdrSize)
+	if h.HeaderSize < HeaderSize {
+		return nil, fmt.Errorf("lineage header size %d is smaller than version 1's %d", h.HeaderSize, HeaderSize)
 	}
 	if h.PtrSize != 8 && h.PtrSize != 4 {
 		return nil, fmt.Errorf("lineage header: pointer size %d", h.PtrSize)
@@ -113,7 +150,7 @@ func ParseHeader(b []byte) (*Header, error) {
 
 // checkDynamic validates the run-time fields (after Load).
 func (h *Header) checkDynamic() error {
-	if h.Flags&flagReady == 0 {
+	if h.Flags&FlagReady == 0 {
 		return errors.New("lineage header not initialized yet (the runtime has not finished starting)")
 	}
 	if h.MaxDepth > 1024 || h.MaxStack > 1024 || h.RecordSize == 0 || h.RecordSize > maxRecBytes {
@@ -137,30 +174,24 @@ func (h *Header) checkDynamic() error {
 type ABI struct {
 	Addr   uint64 // link-time address of the header
 	Static *Header
-	bin    *gobin.Binary
 }
 
-// Find locates the lineage header in the executable's data.
-func Find(bin *gobin.Binary) (*ABI, error) {
-	noABI := func() error {
-		v := bin.GoVersion
-		if v == "" {
-			v = "an unknown Go toolchain (no build info)"
-		}
-		return fmt.Errorf("%s was built by %s, which does not publish the goroutine lineage ABI (build it with the fpsafe fork's toolchain): %w", bin.Path, v, ErrNoABI)
-	}
+// Find locates the lineage header in an executable's data: the .noptrdata
+// section, or every writable PT_LOAD segment of a file without section
+// headers. An executable without the header gives ErrNoABI.
+func Find(f *elf.File) (*ABI, error) {
 	type area struct {
 		addr uint64
 		data []byte
 	}
 	var areas []area
-	if s := bin.ELF.Section(".noptrdata"); s != nil && s.Type != elf.SHT_NOBITS {
+	if s := f.Section(".noptrdata"); s != nil && s.Type != elf.SHT_NOBITS {
 		if d, err := s.Data(); err == nil {
 			areas = append(areas, area{s.Addr, d})
 		}
 	}
 	if len(areas) == 0 {
-		for _, p := range bin.ELF.Progs {
+		for _, p := range f.Progs {
 			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_W != 0 && p.Filesz > 0 {
 				d := make([]byte, p.Filesz)
 				if _, err := p.ReadAt(d, 0); err == nil {
@@ -177,17 +208,17 @@ func Find(bin *gobin.Binary) (*ABI, error) {
 			}
 			off := i + j
 			i = off + 1
-			if (a.addr+uint64(off))%8 != 0 || off+minHdrSize > len(a.data) {
+			if (a.addr+uint64(off))%8 != 0 || off+HeaderSize > len(a.data) {
 				continue
 			}
 			h, err := ParseHeader(a.data[off:])
 			if err != nil {
-				return nil, fmt.Errorf("%s: %v", bin.Path, err)
+				return nil, err
 			}
-			return &ABI{Addr: a.addr + uint64(off), Static: h, bin: bin}, nil
+			return &ABI{Addr: a.addr + uint64(off), Static: h}, nil
 		}
 	}
-	return nil, noABI()
+	return nil, ErrNoABI
 }
 
 // View is the lineage state of one stopped process or core: the header as
@@ -195,15 +226,15 @@ func Find(bin *gobin.Binary) (*ABI, error) {
 type View struct {
 	H       *Header
 	Addr    uint64 // runtime address of the header
-	mem     target.Mem
+	mem     Mem
 	regions map[uint64]uint64 // tid -> region address (active regions)
 	Note    string            // why the view is empty, if it is
 }
 
 // Load reads the header and the region registry from the target's memory.
-func (a *ABI) Load(mem target.Mem, bias uint64) (*View, error) {
+func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 	addr := a.Addr + bias
-	buf := make([]byte, max(a.Static.HeaderSize, minHdrSize))
+	buf := make([]byte, max(a.Static.HeaderSize, HeaderSize))
 	if err := mem.ReadAt(buf, addr); err != nil {
 		return nil, fmt.Errorf("reading the lineage header at %#x: %v", addr, err)
 	}
@@ -211,14 +242,14 @@ func (a *ABI) Load(mem target.Mem, bias uint64) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.Flags&flagReady != 0 && h.Self != addr {
+	if h.Flags&FlagReady != 0 && h.Self != addr {
 		return nil, fmt.Errorf("lineage header at %#x says it is at %#x (wrong load bias or a foreign core?)", addr, h.Self)
 	}
 	if err := h.checkDynamic(); err != nil {
 		return nil, err
 	}
 	v := &View{H: h, Addr: addr, mem: mem, regions: map[uint64]uint64{}}
-	if h.Flags&flagRecords == 0 {
+	if h.Flags&FlagRecords == 0 {
 		v.Note = "lineage records are off in this process (GODEBUG=lineage=0)"
 	}
 	limit := h.NRegions
@@ -238,7 +269,7 @@ func (a *ABI) Load(mem target.Mem, bias uint64) (*View, error) {
 		if ok && state != 0 && tid != 0 {
 			v.regions[tid] = r
 		}
-		next, err := target.Word(mem, r+uint64(h.OffRegionNext))
+		next, err := word(mem, r+uint64(h.OffRegionNext))
 		if err != nil {
 			return nil, fmt.Errorf("reading lineage region %#x: %v", r, err)
 		}
@@ -249,7 +280,7 @@ func (a *ABI) Load(mem target.Mem, bias uint64) (*View, error) {
 
 // WithMem returns a copy of v that reads regions and records through mem
 // (e.g. a cache valid while one thread is stopped).
-func (v *View) WithMem(mem target.Mem) *View {
+func (v *View) WithMem(mem Mem) *View {
 	c := *v
 	c.mem = mem
 	return &c
@@ -271,7 +302,7 @@ func (v *View) readRegion(r uint64) (tid uint64, state uint32, cur uint64, ok bo
 			continue
 		}
 		tid, state, cur = le.Uint64(buf[h.OffRegionTid:]), le.Uint32(buf[h.OffRegionState:]), le.Uint64(buf[h.OffRegionCur:])
-		s2, err := target.Word(v.mem, r+uint64(h.OffRegionSeq))
+		s2, err := word(v.mem, r+uint64(h.OffRegionSeq))
 		if err != nil {
 			return 0, 0, 0, false, err
 		}
@@ -335,7 +366,7 @@ func (v *View) ReadRecord(addr uint64) (*Record, error) {
 	h := v.H
 	buf := make([]byte, h.RecordSize)
 	for try := 0; try < maxRetries; try++ {
-		s1, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
+		s1, err := word(v.mem, addr+uint64(h.OffRecSeq))
 		if err != nil {
 			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
@@ -345,7 +376,7 @@ func (v *View) ReadRecord(addr uint64) (*Record, error) {
 		if err := v.mem.ReadAt(buf, addr); err != nil {
 			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
-		s2, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
+		s2, err := word(v.mem, addr+uint64(h.OffRecSeq))
 		if err != nil {
 			return nil, err
 		}
@@ -371,16 +402,27 @@ func (v *View) Thread(tid uint64) (*Record, error) {
 	return v.ReadRecord(cur)
 }
 
+// Step is one step of a goroutine's lineage: goroutine Goid was created by
+// goroutine ParentGoid at GoPC (a go statement's return address), optionally
+// with the parent's stack at that moment (creation stack, return addresses).
+type Step struct {
+	Goid       uint64
+	ParentGoid uint64
+	GoPC       uint64
+	StartPC    uint64
+	Stack      []uint64
+}
+
 // Chain turns a record into lineage steps: the goroutine itself (created by
 // its parent at gopc, with the creation stack), then each ancestor.
 // Goroutine 1 and cgo-callback goroutines have no "created by", as in the
 // runtime's tracebacks.
-func Chain(rec *Record) []stack.Ancestor {
-	var out []stack.Ancestor
-	if rec.Flags&recCgoCallback != 0 || rec.Goid == 1 || rec.GoPC == 0 {
+func Chain(rec *Record) []Step {
+	var out []Step
+	if rec.Flags&RecCgoCallback != 0 || rec.Goid == 1 || rec.GoPC == 0 {
 		return nil
 	}
-	out = append(out, stack.Ancestor{Goid: rec.Goid, ParentGoid: rec.ParentGoid, GoPC: rec.GoPC, StartPC: rec.StartPC, Stack: rec.Stack})
+	out = append(out, Step{Goid: rec.Goid, ParentGoid: rec.ParentGoid, GoPC: rec.GoPC, StartPC: rec.StartPC, Stack: rec.Stack})
 	for i, a := range rec.Anc {
 		if a.Goid == 1 || a.GoPC == 0 {
 			break // the main goroutine (or one the runtime started) ends the chain
@@ -389,10 +431,10 @@ func Chain(rec *Record) []stack.Ancestor {
 		if i+1 < len(rec.Anc) {
 			parent = rec.Anc[i+1].Goid
 		}
-		out = append(out, stack.Ancestor{Goid: a.Goid, ParentGoid: parent, GoPC: a.GoPC, StartPC: a.StartPC})
+		out = append(out, Step{Goid: a.Goid, ParentGoid: parent, GoPC: a.GoPC, StartPC: a.StartPC})
 	}
 	return out
 }
 
 // Truncated reports whether older ancestors were dropped.
-func (r *Record) Truncated() bool { return r.Flags&recAncTruncated != 0 }
+func (r *Record) Truncated() bool { return r.Flags&RecAncTruncated != 0 }

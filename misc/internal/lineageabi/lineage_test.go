@@ -1,12 +1,10 @@
-package lineage
+package lineageabi
 
 import (
 	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
-
-	"fpsafe.dev/misc/golineage/internal/target"
 )
 
 // v1Header builds a version-1 header as doc/lineage-abi.md lays it out.
@@ -15,7 +13,7 @@ func v1Header(maxDepth, maxStack uint32) []byte {
 	copy(b, Magic)
 	le := binary.LittleEndian
 	recSize := 56 + 24*maxDepth + 8*maxStack
-	for off, v := range map[int]uint32{16: 1, 20: 208, 24: 8, 28: flagReady | flagRecords | flagTLSG, 56: maxDepth, 60: maxStack, 64: recSize, 68: 64,
+	for off, v := range map[int]uint32{16: 1, 20: 208, 24: 8, 28: FlagReady | FlagRecords | FlagTLSG, 56: maxDepth, 60: maxStack, 64: recSize, 68: 64,
 		72: 0, 76: 8, 80: 16, 84: 24, 88: 32, 92: 40,
 		96: 0, 100: 8, 104: 16, 108: 24, 112: 32, 116: 40, 120: 44, 124: 48, 128: 52, 132: 56,
 		136: 24, 140: 0, 144: 8, 148: 16, 152: 56 + 24*maxDepth, 156: 48, 160: 400, 164: 500} {
@@ -77,7 +75,7 @@ func (m memMap) ReadAt(p []byte, addr uint64) error {
 			return nil
 		}
 	}
-	return &target.FaultError{Addr: addr, Len: len(p), Err: errors.New("unmapped")}
+	return errors.New("unmapped")
 }
 
 // flipMem changes a record's seq on every read, as a writer racing with the

@@ -1,0 +1,67 @@
+package fpchain
+
+import "testing"
+
+func TestInFrameRecordCode(t *testing.T) {
+	amd64 := []byte{
+		0x55,             // +0 PUSHQ BP
+		0x48, 0x89, 0xe5, // +1 MOVQ SP, BP
+		0x48, 0x83, 0xec, 0x10, // +4 SUBQ $16, SP
+		0x90,                   // +8 NOP
+		0x48, 0x83, 0xc4, 0x10, // +9 ADDQ $16, SP
+		0x5d, // +13 POPQ BP
+		0xc3, // +14 RET
+	}
+	arm64 := []byte{
+		0x1f, 0x20, 0x03, 0xd5, // +0 NOP
+		0xfd, 0x23, 0x00, 0xd1, // +4 SUB $8, RSP, R29
+		0x1f, 0x20, 0x03, 0xd5, // +8 NOP
+		0xc0, 0x03, 0x5f, 0xd6, // +12 RET
+	}
+	const entry = 0x1000
+	for _, tc := range []struct {
+		arch string
+		code []byte
+		off  uint64
+		want bool
+	}{
+		{"amd64", amd64, 0, false},
+		{"amd64", amd64, 1, false},
+		{"amd64", amd64, 4, true},
+		{"amd64", amd64, 8, true},
+		{"amd64", amd64, 14, false},
+		{"amd64", []byte{0x90, 0xc3}, 0, false}, // frameless
+		{"arm64", arm64, 0, false},
+		{"arm64", arm64, 4, false},
+		{"arm64", arm64, 8, true},
+		{"arm64", arm64, 12, false},
+	} {
+		got := InFrameRecord(Frame{Arch: tc.arch, PC: entry + tc.off, Entry: entry, Code: tc.code})
+		if got != tc.want {
+			t.Errorf("%s +%d: InFrameRecord = %v, want %v", tc.arch, tc.off, got, tc.want)
+		}
+	}
+}
+
+func TestInFrameRecordRegs(t *testing.T) {
+	for _, tc := range []struct {
+		arch   string
+		spd    int32
+		sp, fp uint64
+		want   bool
+	}{
+		{"amd64", 24, 0x1000, 0x1010, true},
+		{"amd64", 24, 0x1000, 0x1018, false},
+		{"amd64", 8, 0x1000, 0x5000, false}, // pushed BP, not yet set
+		{"amd64", 0, 0x1000, 0x0ff8, false}, // nothing pushed: BP is the caller's
+		{"amd64", -1, 0x1000, 0x0ff8, false},
+		{"arm64", 32, 0x2000, 0x1ff8, true},
+		{"arm64", 32, 0x2000, 0x2018, false},
+		{"arm64", 0, 0x2000, 0x1ff8, false},
+	} {
+		got := InFrameRecord(Frame{Arch: tc.arch, HaveRegs: true, SPDelta: tc.spd, SP: tc.sp, FP: tc.fp})
+		if got != tc.want {
+			t.Errorf("%s spd=%d sp=%#x fp=%#x: InFrameRecord = %v, want %v", tc.arch, tc.spd, tc.sp, tc.fp, got, tc.want)
+		}
+	}
+}
