@@ -102,10 +102,7 @@ type testEvent struct {
 // nothing; the step's exit status then decides. Lines that are not JSON (the
 // go command's own complaints, if standard error was merged) are skipped.
 func (s *step) readJSON(name string) error {
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	data, err := readOptional(name)
 	if err != nil {
 		return err
 	}
@@ -235,10 +232,7 @@ func failedTestDetail(pkg string, tests []string, runs, failures map[string]int,
 // readRecords reads RESULT<TAB>NAME<TAB>SECONDS<TAB>NOTE lines. A malformed
 // line is a failed result: a step that cannot report is broken.
 func (s *step) readRecords(name string) error {
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	data, err := readOptional(name)
 	if err != nil {
 		return err
 	}
@@ -259,6 +253,16 @@ func (s *step) readRecords(name string) error {
 		s.results = append(s.results, r)
 	}
 	return nil
+}
+
+// readOptional reads a file that a step may not have written: missing, it
+// is empty.
+func readOptional(name string) ([]byte, error) {
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
 }
 
 // tail returns the last n lines of a file, or nothing if it cannot be read.
