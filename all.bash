@@ -84,7 +84,7 @@ want cmdgo && step cmdgo results cmdgo
 want own && step own results own
 want stress && step stress results bash misc/fpcheck/stress.bash "$TOP/goroot" 10s
 want arm64 && step arm64 results bash misc/arm64test/run.bash -count "${ARM64_COUNT:-200}" "$TOP/goroot"
-want bench && step bench exit bash benchmarks/run.bash -quick
+want bench && step bench exit bash benchmarks/run.bash -quick -strict
 want callgrind && step callgrind results bash benchmarks/callgrind.bash -n 1 upstream fork
 
 echo
