@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -112,6 +113,7 @@ func (s *step) readJSON(name string) error {
 	var pkgs []string                     // packages in order of appearance
 	seen := map[string]bool{}             // packages in pkgs
 	done := map[string]bool{}             // packages with a final pass, fail or skip
+	running := map[string]bool{}          // package+test -> started, not ended
 	failedTests := map[string][]string{}  // package -> tests that failed, in order of first failure
 	runs := map[string]int{}              // package+test -> runs (-count, repeated steps)
 	failures := map[string]int{}          // package+test -> failed runs
@@ -132,9 +134,13 @@ func (s *step) readJSON(name string) error {
 		if e.Test != "" {
 			key += " " + e.Test
 		}
+		if e.Test != "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
+			delete(running, key)
+		}
 		switch e.Action {
 		case "run":
 			runs[key]++
+			running[key] = true
 			output[key] = nil // keep one run's output
 		case "build-output":
 			build[e.ImportPath] = append(build[e.ImportPath], strings.TrimRight(e.Output, "\n"))
@@ -181,12 +187,37 @@ func (s *step) readJSON(name string) error {
 	}
 	for _, p := range pkgs {
 		if !done[p] {
-			s.results = append(s.results, result{name: p, status: "fail",
-				note:   "the stream ends before the package's result (the test binary crashed or was killed)",
-				detail: output[p]})
+			r := unfinished(p, running, output)
+			r.detail = append(failedTestDetail(p, failedTests[p], runs, failures, firstFailure), r.detail...)
+			s.results = append(s.results, r)
 		}
 	}
 	return nil
+}
+
+// unfinished is the failure of a package whose stream ends without its
+// result, naming the tests that were running.
+func unfinished(pkg string, running map[string]bool, output map[string][]string) result {
+	r := result{name: pkg, status: "fail", note: "the stream ends before the package's result (the test binary crashed, hung or was killed)"}
+	var names []string
+	for k := range running {
+		if t, ok := strings.CutPrefix(k, pkg+" "); ok {
+			names = append(names, t)
+		}
+	}
+	slices.Sort(names)
+	for _, t := range names {
+		r.detail = append(r.detail, "--- "+t+" was running; its last lines:")
+		out := output[pkg+" "+t]
+		if len(out) > detailLines {
+			out = out[len(out)-detailLines:]
+		}
+		for _, l := range out {
+			r.detail = append(r.detail, "  "+strings.TrimLeft(l, " "))
+		}
+	}
+	r.detail = append(r.detail, output[pkg]...)
+	return r
 }
 
 // failedTestDetail lists a package's failed tests, quoting the end of the
