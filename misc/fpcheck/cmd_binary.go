@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"fpsafe.dev/misc/fpcheck/internal/bincheck"
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 var subcommands = map[string]func([]string) int{

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/fpcheck/internal/runcheck"
 )
 
@@ -160,7 +160,7 @@ func cmdRun(args []string) int {
 	var sym runcheck.Symbolizer
 	if bin != nil {
 		sym = func(pc uint64) string {
-			if f := bin.Lookup(pc); f != nil {
+			if f := bin.FindFunc(pc); f != nil {
 				return fmt.Sprintf("%s+%#x", f.Name, pc-f.Entry)
 			}
 			return ""

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/lineage"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/lineage"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"

@@ -7,7 +7,7 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // symbolizer resolves frames of Go binaries through their pclntab.
@@ -56,7 +56,7 @@ func (s *symbolizer) resolve(f Frame, ret, injected bool) resolved {
 			if ret {
 				pc-- // a return address may be just past the end of its function
 			}
-			if fn := b.Lookup(pc); fn != nil {
+			if fn := b.FindFunc(pc); fn != nil {
 				r := resolved{name: fn.Name, goCode: true, retOK: true, off: va - fn.Entry}
 				if !ret {
 					r.noFrame = leafWithoutFrame(b, fn, va)

@@ -11,7 +11,7 @@ import (
 	"errors"
 	"fmt"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
 )

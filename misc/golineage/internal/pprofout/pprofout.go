@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/stack"
 )
 

@@ -11,7 +11,7 @@
 package stack
 
 import (
-	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
 )
 

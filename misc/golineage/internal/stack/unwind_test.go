@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"testing"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
 )
 

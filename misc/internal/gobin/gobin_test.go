@@ -3,11 +3,13 @@ package gobin
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,10 +18,16 @@ import (
 // buildVariant builds testdata/symprog with extra go build flags.
 func buildVariant(t *testing.T, name string, env []string, flags ...string) string {
 	t.Helper()
+	return buildProg(t, "./testdata/symprog", name, env, flags...)
+}
+
+// buildProg builds the package dir with the go command running the tests.
+func buildProg(t testing.TB, dir, name string, env []string, flags ...string) string {
+	t.Helper()
 	exe := filepath.Join(t.TempDir(), name)
 	args := append([]string{"build", "-o", exe}, flags...)
-	args = append(args, "../../testdata/symprog")
-	cmd := exec.Command("go", args...)
+	args = append(args, dir)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
 	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %v: %v\n%s", flags, err, out)
@@ -68,6 +76,8 @@ func TestSymbolizeMatchesRuntime(t *testing.T) {
 		{"stripped", nil, []string{"-ldflags=-s -w"}},
 		{"pie-stripped", nil, []string{"-buildmode=pie", "-ldflags=-s -w"}},
 		{"external-stripped", []string{"CGO_ENABLED=1"}, []string{"-ldflags=-s -w -linkmode=external"}},
+		{"no-section-headers", nil, []string{"-ldflags=-s -w"}},
+		{"pie-no-section-headers", nil, []string{"-buildmode=pie", "-ldflags=-s -w"}},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -77,6 +87,9 @@ func TestSymbolizeMatchesRuntime(t *testing.T) {
 				}
 			}
 			exe := buildVariant(t, v.name, v.env, v.flags...)
+			if strings.HasSuffix(v.name, "no-section-headers") {
+				dropSectionHeaders(t, exe)
+			}
 			out, err := exec.Command(exe).Output()
 			if err != nil {
 				t.Fatal(err)
@@ -127,6 +140,30 @@ func TestSymbolizeMatchesRuntime(t *testing.T) {
 	}
 }
 
+// dropSectionHeaders clears the ELF header's section header table fields,
+// as tools that strip binaries hard do: only program headers remain.
+func dropSectionHeaders(t *testing.T, exe string) {
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const eShoff, eShnum, eShstrndx = 0x28, 0x3c, 0x3e
+	clear(data[eShoff : eShoff+8])
+	clear(data[eShnum : eShnum+2])
+	clear(data[eShstrndx : eShstrndx+2])
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if len(f.Sections) > 0 {
+		t.Fatalf("%s still has %d sections", exe, len(f.Sections))
+	}
+}
+
 func pieBias(t *testing.T, b *Binary, out []byte) uint64 {
 	i := bytes.Index(out, []byte("mainpc "))
 	if i < 0 {
@@ -140,15 +177,88 @@ func pieBias(t *testing.T, b *Binary, out []byte) uint64 {
 	return pc - f.Entry
 }
 
-func TestNotGo(t *testing.T) {
-	_, err := Open("/bin/sh")
-	if !errors.Is(err, ErrNotGo) {
-		t.Fatalf("Open(/bin/sh) = %v, want ErrNotGo", err)
+// TestOpenErrors checks the error vocabulary: each bad input gives one line
+// that wraps its kind.
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk")
+	os.WriteFile(junk, []byte("this is not an ELF file at all"), 0o644)
+	// A minimal ELF header for RISC-V (machine 0xf3).
+	riscv := filepath.Join(dir, "riscv")
+	h := make([]byte, 64)
+	copy(h, "\x7fELF\x02\x01\x01")
+	h[16], h[18], h[20] = 2, 0xf3, 1
+	h[52], h[54], h[58] = 64, 56, 64
+	os.WriteFile(riscv, h, 0o644)
+	self, _ := os.Executable()
+	data, _ := os.ReadFile(self)
+	trunc := filepath.Join(dir, "trunc")
+	os.WriteFile(trunc, data[:4096], 0o644)
+	for _, tc := range []struct {
+		file string
+		kind error
+		want string
+	}{
+		{"/bin/sh", ErrNoPclntab, "not a Go binary: no Go pclntab"},
+		{junk, ErrNotELF, "not a Go binary: not an ELF file"},
+		{riscv, ErrUnsupported, "unsupported architecture"},
+		{trunc, ErrBadELF, "bad ELF file"},
+	} {
+		_, err := Open(tc.file)
+		if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Open(%s) = %v, want one line wrapping %v", tc.file, err, tc.kind)
+		}
+		if (tc.kind == ErrNotELF || tc.kind == ErrNoPclntab) != errors.Is(err, ErrNotGo) {
+			t.Errorf("Open(%s) = %v: ErrNotGo wrapped wrongly", tc.file, err)
+		}
 	}
-	f := filepath.Join(t.TempDir(), "junk")
-	os.WriteFile(f, []byte("this is not an ELF file at all"), 0o644)
-	if _, err := Open(f); !errors.Is(err, ErrNotGo) {
-		t.Fatalf("Open(junk) = %v, want ErrNotGo", err)
+	if _, err := Open(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestAgainstSymtab checks the function table against the ELF symbol table
+// of the test binary: every Go function symbol must be found at its address,
+// and the runtime's entry points carry their flags.
+func TestAgainstSymtab(t *testing.T) {
+	b, err := Open(buildVariant(t, "plain", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	syms, err := b.ELF.Symbols()
+	if err != nil {
+		t.Fatalf("no symbol table: %v", err)
+	}
+	checked := 0
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || b.LookupFunc(s.Name) == nil {
+			continue // C symbols, or symbols the pclntab names differently
+		}
+		if g := b.FindFunc(s.Value); g == nil || g.Name != s.Name || g.Entry != s.Value {
+			t.Errorf("FindFunc(%#x) = %v, want %s", s.Value, g, s.Name)
+		}
+		checked++
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d functions checked", checked)
+	}
+	for _, name := range []string{"runtime.mstart", "runtime.goexit", "runtime.rt0_go"} {
+		f := b.LookupFunc(name)
+		if f == nil || !f.TopFrame() || !f.Asm() {
+			t.Errorf("%s: %+v, want TOPFRAME assembly", name, f)
+		}
+	}
+	if f := b.LookupFunc("runtime.main"); f == nil || f.TopFrame() || f.Asm() {
+		t.Errorf("runtime.main: %+v", f)
+	}
+	if f := b.LookupFunc("runtime.systemstack"); f == nil || !f.SPWrite() {
+		t.Errorf("runtime.systemstack: %+v, want SPWRITE", f)
+	}
+	for i := 1; i < len(b.Funcs); i++ {
+		if f := &b.Funcs[i-1]; f.End != b.Funcs[i].Entry || f.End < f.Entry {
+			t.Fatalf("function %d (%s) ends at %#x, next starts at %#x", i-1, f.Name, f.End, b.Funcs[i].Entry)
+		}
 	}
 }
 

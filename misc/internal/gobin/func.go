@@ -5,29 +5,31 @@ import (
 	"strings"
 )
 
+// Function flags, as in internal/abi.FuncFlag.
+const (
+	FlagTopFrame = 1 << 0
+	FlagSPWrite  = 1 << 1
+	FlagAsm      = 1 << 2
+)
+
 // Func is one function of the function table.
 type Func struct {
-	Entry  uint64
-	Name   string
-	FuncID uint8
-	off    uint32 // offset of the _func record in pcln
-	b      *Binary
+	Name       string
+	Entry, End uint64 // [Entry, End) is the function's code
+	FuncID     uint8
+	Flag       uint8
+	off        uint32 // offset of the _func record in pcln
+	b          *Binary
 }
 
-// Frame is one logical frame: a physical function or one inlined into it.
-type Frame struct {
-	PC       uint64 // the PC this frame was looked up with
-	Func     string // function name as the runtime stores it
-	File     string
-	Line     int
-	Entry    uint64 // entry of the physical function
-	Inlined  bool   // true if this frame was inlined into its caller
-	FuncID   uint8
-	Physical *Func
-}
+func (f *Func) TopFrame() bool { return f.Flag&FlagTopFrame != 0 }
+func (f *Func) SPWrite() bool  { return f.Flag&FlagSPWrite != 0 }
+func (f *Func) Asm() bool      { return f.Flag&FlagAsm != 0 }
 
-// _func field offsets (runtime/runtime2.go).
+// _func field offsets (runtime/runtime2.go), the size of its fixed part,
+// and the pcdata and funcdata indexes used here (internal/abi).
 const (
+	fEntryOff  = 0
 	fNameOff   = 4
 	fPcsp      = 16
 	fPcfile    = 20
@@ -35,91 +37,63 @@ const (
 	fNpcdata   = 28
 	fCuOffset  = 32
 	fFuncID    = 40
+	fFlag      = 41
 	fNfuncdata = 43
-	fPcdata    = 44
+	funcSize   = 44 // the pcdata offsets follow, then the funcdata offsets
 
 	pcdataInlTreeIndex = 2
 	funcdataInlTree    = 3
-	inlinedCallSize    = 16
+
+	// runtime.inlinedCall: funcID, 3 pad bytes, nameOff, parentPc, startLine.
+	inlFuncID       = 0
+	inlNameOff      = 4
+	inlParentPC     = 8
+	inlinedCallSize = 16
+	// maxInlineDepth bounds the walk up a (possibly cyclic, corrupt) tree.
+	maxInlineDepth = 1000
 )
 
-func (b *Binary) u32(p []byte, off uint32) uint32 {
-	if uint64(off)+4 > uint64(len(p)) {
+// Code returns the machine code of f.
+func (b *Binary) Code(f *Func) ([]byte, error) { return b.Read(f.Entry, f.End-f.Entry) }
+
+// FindFunc returns the function containing link-time pc, or nil.
+func (b *Binary) FindFunc(pc uint64) *Func {
+	i := sort.Search(len(b.Funcs), func(i int) bool { return b.Funcs[i].Entry > pc })
+	if i == 0 {
+		return nil
+	}
+	f := &b.Funcs[i-1]
+	if pc >= f.End {
+		return nil
+	}
+	return f
+}
+
+// FuncNameIs reports whether the function containing pc is named name.
+func (b *Binary) FuncNameIs(pc uint64, name string) bool {
+	f := b.FindFunc(pc)
+	return f != nil && f.Name == name
+}
+
+// LookupFunc returns the function named name (the first, if the table
+// repeats a name), or nil.
+func (b *Binary) LookupFunc(name string) *Func { return b.byName[name] }
+
+// InlineExpansion reports whether inlined frames can be expanded.
+func (b *Binary) InlineExpansion() bool { return !b.inlineSkip }
+
+func (b *Binary) u32(p []byte, off uint64) uint32 {
+	if off > uint64(len(p)) || uint64(len(p))-off < 4 {
 		return 0
 	}
 	return b.Order.Uint32(p[off:])
 }
 
-// funcAt returns the offset of the _func record of the function containing
-// pc (link-time) and its entry, without allocating.
-func (b *Binary) funcAt(pc uint64) (funcoff uint32, entry uint64, ok bool) {
-	if pc < b.Text || pc >= b.Etext || pc-b.Text >= 1<<32 {
-		return 0, 0, false
-	}
-	rel := pc - b.Text
-	n := b.nfunc
-	i := sort.Search(n+1, func(i int) bool { return uint64(b.u32(b.pcln, uint32(i*8))) > rel }) - 1
-	if i < 0 || i >= n {
-		return 0, 0, false
-	}
-	funcoff = b.u32(b.pcln, uint32(i*8+4))
-	if uint64(funcoff)+fPcdata > uint64(len(b.pcln)) {
-		return 0, 0, false
-	}
-	return funcoff, b.Text + uint64(b.u32(b.pcln, funcoff)), true
-}
-
-// FindFunc returns the function containing pc (link-time), or nil.
-func (b *Binary) FindFunc(pc uint64) *Func {
-	funcoff, entry, ok := b.funcAt(pc)
-	if !ok {
-		return nil
-	}
-	f := &Func{Entry: entry, off: funcoff, b: b}
-	f.Name = b.funcName(int32(b.u32(b.pcln, funcoff+fNameOff)))
-	f.FuncID = b.pcln[funcoff+fFuncID]
-	return f
-}
-
-// FuncNameIs reports whether the function containing pc is named name,
-// without allocating (for per-frame checks in unwinders).
-func (b *Binary) FuncNameIs(pc uint64, name string) bool {
-	funcoff, _, ok := b.funcAt(pc)
-	if !ok {
-		return false
-	}
-	off := int32(b.u32(b.pcln, funcoff+fNameOff))
-	if off < 0 || int(off)+len(name) >= len(b.funcnames) {
-		return false
-	}
-	return string(b.funcnames[off:int(off)+len(name)]) == name && b.funcnames[int(off)+len(name)] == 0
-}
-
-// LookupFunc returns the function named name, or nil.
-func (b *Binary) LookupFunc(name string) *Func {
-	for i := 0; i < b.nfunc; i++ {
-		off := b.u32(b.pcln, uint32(i*8+4))
-		if b.funcName(int32(b.u32(b.pcln, off+fNameOff))) == name {
-			return b.FindFunc(b.Text + uint64(b.u32(b.pcln, uint32(i*8))))
-		}
-	}
-	return nil
-}
-
-func (b *Binary) funcName(off int32) string {
-	if off < 0 || int(off) >= len(b.funcnames) {
-		return "?"
-	}
-	s := b.funcnames[off:]
-	if i := strings.IndexByte(string(s[:min(len(s), 4096)]), 0); i >= 0 {
-		s = s[:i]
-	}
-	return string(s)
-}
-
-func (f *Func) field(off uint32) uint32 { return f.b.u32(f.b.pcln, f.off+off) }
+// field reads the uint32 at off in f's _func record.
+func (f *Func) field(off uint64) uint32 { return f.b.u32(f.b.pcln, uint64(f.off)+off) }
 
 // pcvalue decodes the pc-value table at off for targetpc; -1 if absent.
+// Every step consumes input, so a corrupt table ends with the table.
 func (f *Func) pcvalue(off uint32, targetpc uint64) int32 {
 	b := f.b
 	if off == 0 || uint64(off) >= uint64(len(b.pctab)) {
@@ -161,7 +135,7 @@ func (f *Func) pcdata(table uint32, pc uint64) int32 {
 	if table >= f.field(fNpcdata) {
 		return -1
 	}
-	return f.pcvalue(f.field(fPcdata+4*table), pc)
+	return f.pcvalue(f.field(funcSize+4*uint64(table)), pc)
 }
 
 // SPDelta returns the stack pointer offset from the entry SP at pc (the
@@ -169,39 +143,48 @@ func (f *Func) pcdata(table uint32, pc uint64) int32 {
 func (f *Func) SPDelta(pc uint64) int32 { return f.pcvalue(f.field(fPcsp), pc) }
 
 // FileLine returns the source position of pc inside f (inline-aware: the
-// innermost inlined function's position).
+// innermost inlined function's position), or "?", 0.
 func (f *Func) FileLine(pc uint64) (string, int) {
 	fileno := f.pcvalue(f.field(fPcfile), pc)
 	line := f.pcvalue(f.field(fPcln), pc)
 	if fileno < 0 || line < 0 {
 		return "?", 0
 	}
-	cu := f.field(fCuOffset)
-	fileoff := f.b.u32(f.b.cutab, (cu+uint32(fileno))*4)
-	if fileoff == ^uint32(0) || uint64(fileoff) >= uint64(len(f.b.filetab)) {
+	cu := uint64(f.field(fCuOffset))
+	fileoff := f.b.u32(f.b.cutab, (cu+uint64(fileno))*4)
+	file, ok := cstring(f.b.filetab, uint64(fileoff))
+	if fileoff == ^uint32(0) || !ok {
 		return "?", 0
 	}
-	s := f.b.filetab[fileoff:]
-	if i := strings.IndexByte(string(s[:min(len(s), 4096)]), 0); i >= 0 {
-		s = s[:i]
-	}
-	return string(s), int(line)
+	return file, int(line)
 }
 
+// inlTree returns the address of f's inline tree, or 0.
 func (f *Func) inlTree() uint64 {
 	b := f.b
-	if b.inlineSkip {
+	if b.inlineSkip || uint64(f.off)+fNfuncdata >= uint64(len(b.pcln)) {
 		return 0
 	}
-	nfd := uint32(b.pcln[min(uint64(f.off+fNfuncdata), uint64(len(b.pcln)-1))])
-	if funcdataInlTree >= nfd {
+	if nfd := b.pcln[uint64(f.off)+fNfuncdata]; funcdataInlTree >= nfd {
 		return 0
 	}
-	off := f.field(fPcdata + 4*f.field(fNpcdata) + 4*funcdataInlTree)
+	off := f.field(funcSize + 4*uint64(f.field(fNpcdata)) + 4*funcdataInlTree)
 	if off == ^uint32(0) {
 		return 0
 	}
 	return b.gofunc + uint64(off)
+}
+
+// Frame is one logical frame: a physical function or one inlined into it.
+type Frame struct {
+	PC       uint64 // the PC this frame was looked up with
+	Func     string // function name as the runtime stores it
+	File     string
+	Line     int
+	Entry    uint64 // entry of the physical function
+	Inlined  bool   // true if this frame was inlined into its caller
+	FuncID   uint8
+	Physical *Func
 }
 
 // Frames returns the logical frames at pc, innermost first. If ret is true,
@@ -219,15 +202,19 @@ func (b *Binary) Frames(pc uint64, ret bool) []Frame {
 	var out []Frame
 	tree := f.inlTree()
 	var ic [inlinedCallSize]byte
-	for depth := 0; tree != 0 && depth < 1000; depth++ {
+	for depth := 0; tree != 0 && depth < maxInlineDepth; depth++ {
 		idx := f.pcdata(pcdataInlTreeIndex, lookup)
 		if idx < 0 || b.ReadVA(tree+uint64(idx)*inlinedCallSize, ic[:]) != nil {
 			break
 		}
 		file, line := f.FileLine(lookup)
-		out = append(out, Frame{PC: pc, Func: b.funcName(int32(b.Order.Uint32(ic[4:]))), File: file, Line: line,
-			Entry: f.Entry, Inlined: true, FuncID: ic[0], Physical: f})
-		parent := f.Entry + uint64(int64(int32(b.Order.Uint32(ic[8:]))))
+		name, ok := cstring(b.funcnames, uint64(b.Order.Uint32(ic[inlNameOff:])))
+		if !ok {
+			name = "?"
+		}
+		out = append(out, Frame{PC: pc, Func: name, File: file, Line: line,
+			Entry: f.Entry, Inlined: true, FuncID: ic[inlFuncID], Physical: f})
+		parent := f.Entry + uint64(int64(int32(b.Order.Uint32(ic[inlParentPC:]))))
 		if parent == lookup {
 			break
 		}
