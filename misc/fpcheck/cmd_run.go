@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/fpcheck/internal/runcheck"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // featureState says whether a program's runtime knows GODEBUG=fpunwindcheck.

@@ -22,11 +22,11 @@ import (
 	"sync"
 	"time"
 
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/lineage"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // stackWords is how many words above SP the program copies for the

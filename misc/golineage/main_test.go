@@ -20,8 +20,8 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/sys/unix"
 
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/lineage"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // The fixtures are built with the go command on PATH (the toolchain running

@@ -13,11 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/lineage"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 type profileFlags struct {

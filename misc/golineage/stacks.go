@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/lineage"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // snapshot is a target held still: a stopped process or a core file.

@@ -1,6 +1,7 @@
 package gobin
 
 import (
+	"bytes"
 	"debug/elf"
 	"fmt"
 )
@@ -85,6 +86,17 @@ func (b *Binary) FileBacked(addr uint64) bool {
 	return s != nil && addr-s.vaddr < s.filesz
 }
 
+// CodeAddr converts off, an offset in the file inside an executable segment
+// (as perf reports addresses in a DSO), to its link-time address.
+func (b *Binary) CodeAddr(off uint64) (uint64, bool) {
+	for _, s := range b.segs {
+		if s.flags&elf.PF_X != 0 && off >= s.off && off-s.off < s.filesz {
+			return off - s.off + s.vaddr, true
+		}
+	}
+	return 0, false
+}
+
 // A region is loaded data: an allocated section, or a PT_LOAD segment when
 // the file has no section headers.
 type region struct {
@@ -131,6 +143,23 @@ func (b *Binary) regions() []region {
 		b.regs = []region{}
 	}
 	return b.regs
+}
+
+// find returns the offset of the first 8-byte aligned occurrence of pat in
+// r for whose data from there on ok holds, or -1.
+func (r *region) find(pat []byte, ok func([]byte) bool) int {
+	for i := 0; i < len(r.data); {
+		j := bytes.Index(r.data[i:], pat)
+		if j < 0 {
+			break
+		}
+		off := i + j
+		if (r.addr+uint64(off))%8 == 0 && ok(r.data[off:]) {
+			return off
+		}
+		i = off + 1
+	}
+	return -1
 }
 
 // A relocation is one R_*_RELATIVE relocation: the word at off holds the

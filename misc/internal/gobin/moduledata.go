@@ -1,10 +1,8 @@
 package gobin
 
-import "bytes"
-
 // Offsets in runtime.moduledata (runtime/symtab.go, go1.27, 64-bit), up to
 // epclntab: a pointer or uintptr is one word, a slice three.
-// TestModuledataLayout checks them against the runtime's source.
+// TestRuntimeLayout checks them against the runtime's source.
 const (
 	mdWord  = 8
 	mdSlice = 3 * mdWord
@@ -79,17 +77,8 @@ func (b *Binary) scanModuledata(rels []relocation) ([]byte, uint64) {
 			continue
 		}
 		b.applyRelocs(rels, r.addr, r.data)
-		d := r.data
-		for i := 0; i < len(d); {
-			j := bytes.Index(d[i:], want[:])
-			if j < 0 {
-				break
-			}
-			off := i + j
-			if (r.addr+uint64(off))%8 == 0 && b.isModuledata(d[off:]) {
-				return append([]byte(nil), d[off:off+mdPrefix]...), r.addr + uint64(off)
-			}
-			i = off + 1
+		if off := r.find(want[:], b.isModuledata); off >= 0 {
+			return append([]byte(nil), r.data[off:off+mdPrefix]...), r.addr + uint64(off)
 		}
 	}
 	return nil, 0

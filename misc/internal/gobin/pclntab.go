@@ -1,7 +1,6 @@
 package gobin
 
 import (
-	"bytes"
 	"debug/elf"
 	"sort"
 )
@@ -65,17 +64,8 @@ func (b *Binary) scanPclntab() ([]byte, uint64) {
 		if r.exec {
 			continue
 		}
-		d := r.data
-		for i := 0; i < len(d); {
-			j := bytes.Index(d[i:], magic[:])
-			if j < 0 {
-				break
-			}
-			off := i + j
-			if (r.addr+uint64(off))%8 == 0 && b.checkHeader(d[off:]) == "" {
-				return d[off:], r.addr + uint64(off)
-			}
-			i = off + 1
+		if off := r.find(magic[:], func(d []byte) bool { return b.checkHeader(d) == "" }); off >= 0 {
+			return r.data[off:], r.addr + uint64(off)
 		}
 	}
 	return nil, 0

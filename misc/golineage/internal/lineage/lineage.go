@@ -11,9 +11,9 @@ import (
 	"errors"
 	"fmt"
 
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // Magic is the header's 16-byte cookie.

@@ -11,8 +11,8 @@
 package stack
 
 import (
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // MaxDepth bounds a walk (a corrupt chain must not loop forever).
