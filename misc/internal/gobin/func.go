@@ -93,15 +93,18 @@ func (b *Binary) u32(p []byte, off uint64) uint32 {
 func (f *Func) field(off uint64) uint32 { return f.b.u32(f.b.pcln, uint64(f.off)+off) }
 
 // pcvalue decodes the pc-value table at off for targetpc; -1 if absent.
-// Every step consumes input, so a corrupt table ends with the table.
+// A table describes f's code only, one step per value change, so a table
+// that runs past f's end, or takes more steps than f has instructions, is
+// corrupt: the walk costs at most f's size, whatever the bytes say.
 func (f *Func) pcvalue(off uint32, targetpc uint64) int32 {
 	b := f.b
-	if off == 0 || uint64(off) >= uint64(len(b.pctab)) {
+	if off == 0 || uint64(off) >= uint64(len(b.pctab)) || targetpc < f.Entry || targetpc >= f.End {
 		return -1
 	}
 	p := b.pctab[off:]
 	pc, val := f.Entry, int32(-1)
-	for first := true; ; first = false {
+	maxSteps := (f.End-f.Entry)/b.Quantum + 1
+	for step, first := uint64(0), true; step < maxSteps && pc < f.End; step, first = step+1, false {
 		uv, n := uvarint(p)
 		if n <= 0 || uv == 0 && !first {
 			return -1
@@ -118,6 +121,7 @@ func (f *Func) pcvalue(off uint32, targetpc uint64) int32 {
 			return val
 		}
 	}
+	return -1
 }
 
 func uvarint(p []byte) (uint32, int) {

@@ -30,22 +30,32 @@ func edit(off uint32, v byte) []byte {
 var templates struct {
 	once sync.Once
 	exes [2][]byte
+	tabs [2][2]uint64 // file offset and size of each one's pclntab
 	err  error
 }
 
 func template(t testing.TB, i int) []byte {
+	exe, _, _ := templateTab(t, i)
+	return exe
+}
+
+// templateTab returns a copy of template i and its pclntab's file range.
+func templateTab(t testing.TB, i int) ([]byte, uint64, uint64) {
 	templates.once.Do(func() {
 		for j, flags := range [][]string{{"-ldflags=-s -w"}, {"-buildmode=pie", "-ldflags=-s -w"}} {
 			exe := buildProg(t, "./testdata/symprog", "template", nil, flags...)
 			if templates.exes[j], templates.err = os.ReadFile(exe); templates.err != nil {
 				return
 			}
+			off, size := pclntabRange(t, templates.exes[j])
+			templates.tabs[j] = [2]uint64{off, size}
 		}
 	})
 	if templates.err != nil {
 		t.Fatal(templates.err)
 	}
-	return bytes.Clone(templates.exes[i%len(templates.exes)])
+	i %= len(templates.exes)
+	return bytes.Clone(templates.exes[i]), templates.tabs[i][0], templates.tabs[i][1]
 }
 
 // open reads a binary from memory.
@@ -107,8 +117,7 @@ func pclntabRange(t testing.TB, exe []byte) (uint64, uint64) {
 // FuzzPclntab flips bytes of a real pclntab and cuts it short, then opens
 // the binary and queries every function.
 func FuzzPclntab(f *testing.F) {
-	exe := template(f, 0)
-	off, size := pclntabRange(f, exe)
+	exe, off, size := templateTab(f, 0)
 	tab := exe[off : off+size]
 	pcln := binary.LittleEndian.Uint64(tab[hdrPclnOff:])
 	// The end-before-entry case of issue 16: function 2's entry set to 0.
@@ -118,8 +127,7 @@ func FuzzPclntab(f *testing.F) {
 	f.Add(uint8(0), []byte(nil), uint32(size/2))
 	f.Add(uint8(1), []byte(nil), uint32(pcln+100))
 	f.Fuzz(func(t *testing.T, tmpl uint8, edits []byte, cut uint32) {
-		exe := template(t, int(tmpl))
-		off, size := pclntabRange(t, exe)
+		exe, off, size := templateTab(t, int(tmpl))
 		tab := exe[off : off+size]
 		applyEdits(tab, edits)
 		if cut != 0 && uint64(cut) < size {

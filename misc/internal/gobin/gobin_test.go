@@ -255,6 +255,9 @@ func TestAgainstSymtab(t *testing.T) {
 	if f := b.LookupFunc("runtime.systemstack"); f == nil || !f.SPWrite() {
 		t.Errorf("runtime.systemstack: %+v, want SPWRITE", f)
 	}
+	if first, last := b.Funcs[0], b.Funcs[len(b.Funcs)-1]; first.Entry != b.Text || last.End > b.Etext {
+		t.Errorf("functions span [%#x, %#x), outside the module data's text [%#x, %#x)", first.Entry, last.End, b.Text, b.Etext)
+	}
 	for i := 1; i < len(b.Funcs); i++ {
 		if f := &b.Funcs[i-1]; f.End != b.Funcs[i].Entry || f.End < f.Entry {
 			t.Fatalf("function %d (%s) ends at %#x, next starts at %#x", i-1, f.Name, f.End, b.Funcs[i].Entry)

@@ -36,6 +36,11 @@ func (b *Binary) findPclntab() error {
 		if s == nil || s.Type == elf.SHT_NOBITS {
 			continue
 		}
+		if s.Flags&elf.SHF_COMPRESSED != 0 {
+			// The runtime maps the pclntab as is; a compressed one is
+			// damage, and decompressing it could take any amount of memory.
+			return openError(b.Path, ErrBadELF, "section %s is marked compressed", name)
+		}
 		d, err := s.Data()
 		if err != nil {
 			return openError(b.Path, ErrBadELF, "reading section %s: %v", name, err)
