@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/fpchain"
 )
 
