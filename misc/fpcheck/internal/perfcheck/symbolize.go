@@ -1,7 +1,6 @@
 package perfcheck
 
 import (
-
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
