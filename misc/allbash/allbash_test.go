@@ -2,14 +2,13 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+	"fpsafe.dev/misc/internal/golden"
+)
 
 // TestGolden runs the summary over each log directory in testdata and
 // compares the output and exit status with testdata/NAME.golden.
@@ -37,19 +36,7 @@ func TestGolden(t *testing.T) {
 			if stderr.String() != tc.stderr {
 				t.Errorf("stderr %q, want %q", stderr.String(), tc.stderr)
 			}
-			golden := filepath.Join("testdata", tc.golden+".golden")
-			if *update {
-				if err := os.WriteFile(golden, stdout.Bytes(), 0o666); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := stdout.String(); got != string(want) {
-				t.Errorf("output differs from %s (rerun with -update to accept):\n%s", golden, got)
-			}
+			golden.Check(t, tc.golden, stdout.String())
 		})
 	}
 }

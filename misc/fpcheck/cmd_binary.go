@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"fpsafe.dev/misc/fpcheck/internal/bincheck"
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 func cmdBinary(args []string, stdout, stderr io.Writer) error {

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
 	"fpsafe.dev/misc/fpcheck/internal/runcheck"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // featureState says whether a program's runtime knows GODEBUG=fpunwindcheck.
@@ -158,7 +158,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	var sym runcheck.Symbolizer
 	if bin != nil {
 		sym = func(pc uint64) string {
-			if f := bin.Lookup(pc); f != nil {
+			if f := bin.FindFunc(pc); f != nil {
 				return fmt.Sprintf("%s+%#x", f.Name, pc-f.Entry)
 			}
 			return ""

@@ -1,48 +1,13 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"fpsafe.dev/misc/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
-
-// golden compares got with testdata/NAME.golden, or rewrites the file
-// under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got == string(want) {
-		return
-	}
-	g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			t.Errorf("%s differs from the output at line %d:\n got: %s\nwant: %s\n(go test -update rewrites it)", path, i+1, gl, wl)
-			return
-		}
-	}
-}
 
 // streams joins a command's exit code and output for a golden file.
 func streams(code int, stdout, stderr string) string {
@@ -68,7 +33,7 @@ func TestGoldenBinary(t *testing.T) {
 		bin := reproducible(t, "./testdata/progs/hello", "hello", tc.arch)
 		code, stdout, stderr := fpcheck(t, append(append([]string{"binary"}, tc.flags...), bin)...)
 		out := strings.ReplaceAll(streams(code, stdout, stderr), bin, "hello")
-		golden(t, tc.name, out)
+		golden.Check(t, tc.name, out)
 	}
 }
 
@@ -88,9 +53,9 @@ func TestGoldenPerf(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := fpcheck(t, "perf", "-i", script)
-	golden(t, "perf-spin", streams(code, stdout, stderr))
+	golden.Check(t, "perf-spin", streams(code, stdout, stderr))
 	code, stdout, stderr = fpcheck(t, "perf", "-json", "-i", script)
-	golden(t, "perf-spin-json", streams(code, stdout, stderr))
+	golden.Check(t, "perf-spin-json", streams(code, stdout, stderr))
 }
 
 func TestGoldenRun(t *testing.T) {
@@ -102,7 +67,7 @@ func TestGoldenRun(t *testing.T) {
 	for _, mode := range []string{"clean", "mismatch", "crash", "inconsistent", "silent"} {
 		t.Setenv("FPCHECK_FAKE", mode)
 		code, stdout, stderr := fpcheck(t, "run", "--", fake)
-		golden(t, "run-"+mode, strings.ReplaceAll(streams(code, stdout, stderr), fake, "fake"))
+		golden.Check(t, "run-"+mode, strings.ReplaceAll(streams(code, stdout, stderr), fake, "fake"))
 	}
 }
 
@@ -117,12 +82,12 @@ func TestGoldenAsm(t *testing.T) {
 		"PATH=" + filepath.Dir(goTool()) + string(os.PathListSeparator) + os.Getenv("PATH")}
 	clean := func(s string) string { return strings.ReplaceAll(s, dir, "$DIR") }
 	code, stdout, stderr := fpcheckIn(t, dir, env, "./...")
-	golden(t, "asm-text", clean(streams(code, stdout, stderr)))
+	golden.Check(t, "asm-text", clean(streams(code, stdout, stderr)))
 	code, stdout, stderr = fpcheckIn(t, dir, env, "-json", "./...")
-	golden(t, "asm-json", clean(streams(code, stdout, stderr)))
+	golden.Check(t, "asm-json", clean(streams(code, stdout, stderr)))
 	out, err := goVet(t, goTool(), dir, env)
 	if err == nil {
 		t.Errorf("go vet -vettool passed the stack-switch plant:\n%s", out)
 	}
-	golden(t, "asm-vet", clean(string(out)))
+	golden.Check(t, "asm-vet", clean(string(out)))
 }

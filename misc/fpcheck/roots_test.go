@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
 	"fpsafe.dev/misc/internal/fpchain"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // TestRootsMatchRuntime checks fpchain's lists against the runtime of the

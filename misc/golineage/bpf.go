@@ -23,11 +23,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/fpchain"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // openCore opens a core file and the executable it came from.

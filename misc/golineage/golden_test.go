@@ -12,7 +12,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,28 +32,8 @@ import (
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from this run's output")
-
-// checkGolden compares got with testdata/NAME.golden (or rewrites it).
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from this run's output (go test -run TestGolden -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // gcore dumps a live process with gdb's gcore and returns the core's path.
 func gcore(t *testing.T, pid int) string {
@@ -182,7 +161,7 @@ func TestGoldenStacks(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	checkGolden(t, "stacks", fixtureBlocks(out))
+	golden.Check(t, "stacks", fixtureBlocks(out))
 }
 
 // goldenProfile builds a profile of the fixture's threads in the core, one
@@ -207,7 +186,7 @@ func TestGoldenFolded(t *testing.T) {
 	}
 	lines := strings.SplitAfter(normalize(buf.String()), "\n")
 	sort.Strings(lines)
-	checkGolden(t, "folded", strings.Join(lines, ""))
+	golden.Check(t, "folded", strings.Join(lines, ""))
 }
 
 func TestGoldenSVG(t *testing.T) {
@@ -216,7 +195,7 @@ func TestGoldenSVG(t *testing.T) {
 	if err := b.WriteSVG(&buf, b.Title); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "svg", normalize(buf.String()))
+	golden.Check(t, "svg", normalize(buf.String()))
 }
 
 // TestGoldenPprof writes the profile as the profile command does, decodes it
@@ -263,7 +242,7 @@ func TestGoldenPprof(t *testing.T) {
 		samples = append(samples, normalize(ss.String()))
 	}
 	sort.Strings(samples)
-	checkGolden(t, "pprof", sb.String()+strings.Join(samples, ""))
+	golden.Check(t, "pprof", sb.String()+strings.Join(samples, ""))
 }
 
 // TestGoldenSymbolize asks the symbolize command, as the gdb extension does,
@@ -297,7 +276,7 @@ func TestGoldenSymbolize(t *testing.T) {
 		lines = lines[n:]
 	}
 	sort.Strings(blocks)
-	checkGolden(t, "symbolize", strings.Join(blocks, "\n"))
+	golden.Check(t, "symbolize", strings.Join(blocks, "\n"))
 }
 
 // TestGoldenUnwind drives the unwind command as the gdb extension does:
@@ -344,7 +323,7 @@ func TestGoldenUnwind(t *testing.T) {
 		blocks = append(blocks, normalize(text.String()))
 	}
 	sort.Strings(blocks)
-	checkGolden(t, "unwind", strings.Join(blocks, "\n"))
+	golden.Check(t, "unwind", strings.Join(blocks, "\n"))
 }
 
 // TestGoldenBPF feeds parseBPF what the bpf collector's program prints for

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
 )
 

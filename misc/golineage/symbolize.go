@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // exeArgs parses "[-bias N] EXE" for the helper commands and opens EXE.

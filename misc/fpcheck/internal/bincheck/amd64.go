@@ -150,31 +150,19 @@ func decodeAMD64(code []byte, pc uint64) (insn, error) {
 	}
 	switch dst {
 	case amd64BP:
-		switch {
-		case zero:
-			in.fp = fpClear
-		case copyFrom == regSP:
-			in.fp = fpFromSP
-		case copyFrom == amd64BP:
-			// BP plus a constant: still the same chain.
-		case copyFrom >= 0:
-			in.fp, in.fpSrc = fpFromReg, copyFrom
-		case load && (memBase == regSP || memBase == amd64BP):
-			in.fp = fpRestore
-		case load:
-			in.fp = fpLoad
-		default:
-			in.fp = fpOther
+		// BP plus a constant keeps the same chain (writeFP).
+		if !in.writeFP(zero, copyFrom, amd64BP) {
+			switch {
+			case load && (memBase == regSP || memBase == amd64BP):
+				in.fp = fpRestore
+			case load:
+				in.fp = fpLoad
+			default:
+				in.fp = fpOther
+			}
 		}
 	case regSP:
-		switch {
-		case copyFrom == regSP:
-			in.sp = spAdjust
-		case copyFrom >= 0:
-			in.sp, in.spSrc = spFromReg, copyFrom
-		default:
-			in.sp = spSwitch
-		}
+		in.writeSP(copyFrom)
 	default:
 		in.def, in.defSrc = dst, copyFrom
 		in.defOffset = (inst.Op == x86asm.ADD || inst.Op == x86asm.SUB) && srcReg >= 0 && srcReg != dst

@@ -213,26 +213,11 @@ func decodeARM64(code []byte, pc uint64) (insn, error) {
 	}
 	switch dst {
 	case arm64FP:
-		switch {
-		case zero:
-			in.fp = fpClear
-		case copyFrom == regSP:
-			in.fp = fpFromSP
-		case copyFrom == arm64FP:
-		case copyFrom >= 0:
-			in.fp, in.fpSrc = fpFromReg, copyFrom
-		default:
+		if !in.writeFP(zero, copyFrom, arm64FP) {
 			in.fp = fpOther
 		}
 	case regSP:
-		switch {
-		case copyFrom == regSP:
-			in.sp = spAdjust
-		case copyFrom >= 0:
-			in.sp, in.spSrc = spFromReg, copyFrom
-		default:
-			in.sp = spSwitch
-		}
+		in.writeSP(copyFrom)
 	default:
 		in.def, in.defSrc = dst, copyFrom
 	}

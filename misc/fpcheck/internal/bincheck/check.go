@@ -34,9 +34,9 @@ import (
 	"sort"
 	"strings"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
 	"fpsafe.dev/misc/internal/fpchain"
 	"fpsafe.dev/misc/internal/fprule"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 var errShort = errors.New("truncated instruction")
@@ -84,7 +84,7 @@ func (r *Report) Violations() int {
 // Disassemble writes the decoded instructions of the function named name, as
 // fpcheck sees them, to w.
 func Disassemble(w io.Writer, b *gobin.Binary, name string) error {
-	f := b.Func(name)
+	f := b.LookupFunc(name)
 	if f == nil {
 		return fmt.Errorf("no function %q in the pclntab", name)
 	}
@@ -208,7 +208,7 @@ func (a *analysis) target(in *insn) string {
 	if in.target == 0 {
 		return "an indirect target"
 	}
-	if g := a.b.Lookup(in.target); g != nil {
+	if g := a.b.FindFunc(in.target); g != nil {
 		if g.Entry == in.target {
 			return g.Name
 		}
@@ -312,7 +312,7 @@ func (a *analysis) storesNoFrame(pc uint64) bool {
 		return v
 	}
 	a.leafCache[pc] = false
-	f := a.b.Lookup(pc)
+	f := a.b.FindFunc(pc)
 	if f == nil || f.Entry != pc {
 		return false
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 func TestDecodeAMD64(t *testing.T) {

@@ -28,6 +28,40 @@ type insn struct {
 	defOffset bool
 }
 
+// writeFP records a write of the frame-pointer register fp, whose source
+// is copyFrom (a register copy or a register plus a constant; -1 for
+// anything else) or zero. It reports false, leaving the effect for the
+// caller to classify, when the write is none of those.
+func (in *insn) writeFP(zero bool, copyFrom, fp int) bool {
+	switch {
+	case zero:
+		in.fp = fpClear
+	case copyFrom == regSP:
+		in.fp = fpFromSP
+	case copyFrom == fp:
+		// The frame pointer plus a constant: still the same chain.
+	case copyFrom >= 0:
+		in.fp, in.fpSrc = fpFromReg, copyFrom
+	default:
+		return false
+	}
+	return true
+}
+
+// writeSP records a write of SP whose source is copyFrom, as for writeFP:
+// an adjustment, a move from another register, or a switch to a stack
+// loaded from memory.
+func (in *insn) writeSP(copyFrom int) {
+	switch {
+	case copyFrom == regSP:
+		in.sp = spAdjust
+	case copyFrom >= 0:
+		in.sp, in.spSrc = spFromReg, copyFrom
+	default:
+		in.sp = spSwitch
+	}
+}
+
 type flow uint8
 
 const (

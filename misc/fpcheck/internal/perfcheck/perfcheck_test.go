@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 const script = `stress 100/101 PERF_RECORD_MMAP2 100/101: [0x400000(0x1000) @ 0 fd:01 1 0]: r-xp /x
@@ -59,9 +59,9 @@ func TestClassify(t *testing.T) {
 		t.Skipf("test binary unreadable: %v", err)
 	}
 	defer b.Close()
-	leaf := b.Func("runtime.mallocgc")
-	goexit := b.Func("runtime.goexit")
-	sw := b.Func("runtime.systemstack_switch")
+	leaf := b.LookupFunc("runtime.mallocgc")
+	goexit := b.LookupFunc("runtime.goexit")
+	sw := b.LookupFunc("runtime.systemstack_switch")
 	if leaf == nil || goexit == nil || sw == nil {
 		t.Fatal("functions not found")
 	}

@@ -1,13 +1,11 @@
 package perfcheck
 
 import (
-	"debug/elf"
-
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
-	"fpsafe.dev/misc/fpcheck/internal/gobin"
 	"fpsafe.dev/misc/internal/fpchain"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // symbolizer resolves frames of Go binaries through their pclntab.
@@ -32,17 +30,10 @@ func (s *symbolizer) binary(dso string) *gobin.Binary {
 // vaddr converts perf's DSO-relative address (a file offset) to a virtual
 // address of b; an address that already lies in a segment is kept.
 func vaddr(b *gobin.Binary, a uint64) (uint64, bool) {
-	for _, p := range b.ELF.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && a >= p.Off && a < p.Off+p.Filesz {
-			return a - p.Off + p.Vaddr, true
-		}
+	if va, ok := b.CodeAddr(a); ok {
+		return va, true
 	}
-	for _, p := range b.ELF.Progs {
-		if p.Type == elf.PT_LOAD && a >= p.Vaddr && a < p.Vaddr+p.Filesz {
-			return a, true
-		}
-	}
-	return 0, false
+	return a, b.FileBacked(a)
 }
 
 // resolve symbolizes f. ret says f is a return address; injected says the
@@ -56,7 +47,7 @@ func (s *symbolizer) resolve(f Frame, ret, injected bool) resolved {
 			if ret {
 				pc-- // a return address may be just past the end of its function
 			}
-			if fn := b.Lookup(pc); fn != nil {
+			if fn := b.FindFunc(pc); fn != nil {
 				r := resolved{name: fn.Name, goCode: true, retOK: true, off: va - fn.Entry}
 				if !ret {
 					r.noFrame = leafWithoutFrame(b, fn, va)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // Sample is one thread at one sampling instant.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
 )
 

@@ -12,9 +12,9 @@
 package stack
 
 import (
-	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/fpchain"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // MaxDepth bounds a walk (a corrupt chain must not loop forever).

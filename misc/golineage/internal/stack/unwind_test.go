@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"testing"
 
-	"fpsafe.dev/misc/golineage/internal/gobin"
 	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
 )
 
 // fakeMem is a synthetic memory image: a few regions, everything else faults.

@@ -1,0 +1,267 @@
+package gobin
+
+import (
+	"sort"
+	"strings"
+)
+
+// Function flags, as in internal/abi.FuncFlag.
+const (
+	FlagTopFrame = 1 << 0
+	FlagSPWrite  = 1 << 1
+	FlagAsm      = 1 << 2
+)
+
+// Func is one function of the function table.
+type Func struct {
+	Name       string
+	Entry, End uint64 // [Entry, End) is the function's code
+	FuncID     uint8
+	Flag       uint8
+	off        uint32 // offset of the _func record in pcln
+	b          *Binary
+}
+
+func (f *Func) TopFrame() bool { return f.Flag&FlagTopFrame != 0 }
+func (f *Func) SPWrite() bool  { return f.Flag&FlagSPWrite != 0 }
+func (f *Func) Asm() bool      { return f.Flag&FlagAsm != 0 }
+
+// _func field offsets (runtime/runtime2.go), the size of its fixed part,
+// and the pcdata and funcdata indexes used here (internal/abi).
+const (
+	fEntryOff  = 0
+	fNameOff   = 4
+	fPcsp      = 16
+	fPcfile    = 20
+	fPcln      = 24
+	fNpcdata   = 28
+	fCuOffset  = 32
+	fFuncID    = 40
+	fFlag      = 41
+	fNfuncdata = 43
+	funcSize   = 44 // the pcdata offsets follow, then the funcdata offsets
+
+	pcdataInlTreeIndex = 2
+	funcdataInlTree    = 3
+
+	// runtime.inlinedCall: funcID, 3 pad bytes, nameOff, parentPc, startLine.
+	inlFuncID       = 0
+	inlNameOff      = 4
+	inlParentPC     = 8
+	inlinedCallSize = 16
+	// maxInlineDepth bounds the walk up a (possibly cyclic, corrupt) tree.
+	maxInlineDepth = 1000
+)
+
+// Code returns the machine code of f.
+func (b *Binary) Code(f *Func) ([]byte, error) { return b.Read(f.Entry, f.End-f.Entry) }
+
+// FindFunc returns the function containing link-time pc, or nil.
+func (b *Binary) FindFunc(pc uint64) *Func {
+	i := sort.Search(len(b.Funcs), func(i int) bool { return b.Funcs[i].Entry > pc })
+	if i == 0 {
+		return nil
+	}
+	f := &b.Funcs[i-1]
+	if pc >= f.End {
+		return nil
+	}
+	return f
+}
+
+// FuncNameIs reports whether the function containing pc is named name.
+func (b *Binary) FuncNameIs(pc uint64, name string) bool {
+	f := b.FindFunc(pc)
+	return f != nil && f.Name == name
+}
+
+// LookupFunc returns the function named name (the first, if the table
+// repeats a name), or nil.
+func (b *Binary) LookupFunc(name string) *Func { return b.byName[name] }
+
+// InlineExpansion reports whether inlined frames can be expanded.
+func (b *Binary) InlineExpansion() bool { return !b.inlineSkip }
+
+func (b *Binary) u32(p []byte, off uint64) uint32 {
+	if off > uint64(len(p)) || uint64(len(p))-off < 4 {
+		return 0
+	}
+	return b.Order.Uint32(p[off:])
+}
+
+// field reads the uint32 at off in f's _func record.
+func (f *Func) field(off uint64) uint32 { return f.b.u32(f.b.pcln, uint64(f.off)+off) }
+
+// pcvalue decodes the pc-value table at off for targetpc; -1 if absent.
+// A table describes f's code only, one step per value change, so a table
+// that runs past f's end, or takes more steps than f has instructions, is
+// corrupt: the walk costs at most f's size, whatever the bytes say.
+func (f *Func) pcvalue(off uint32, targetpc uint64) int32 {
+	b := f.b
+	if off == 0 || uint64(off) >= uint64(len(b.pctab)) || targetpc < f.Entry || targetpc >= f.End {
+		return -1
+	}
+	p := b.pctab[off:]
+	pc, val := f.Entry, int32(-1)
+	maxSteps := (f.End-f.Entry)/b.Quantum + 1
+	for step, first := uint64(0), true; step < maxSteps && pc < f.End; step, first = step+1, false {
+		uv, n := uvarint(p)
+		if n <= 0 || uv == 0 && !first {
+			return -1
+		}
+		p = p[n:]
+		val += int32(-(uv & 1) ^ (uv >> 1))
+		pd, n := uvarint(p)
+		if n <= 0 {
+			return -1
+		}
+		p = p[n:]
+		pc += uint64(pd) * b.Quantum
+		if targetpc < pc {
+			return val
+		}
+	}
+	return -1
+}
+
+func uvarint(p []byte) (uint32, int) {
+	var v uint32
+	for i, shift := 0, uint(0); i < len(p) && shift < 35; i, shift = i+1, shift+7 {
+		v |= uint32(p[i]&0x7f) << shift
+		if p[i]&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
+
+func (f *Func) pcdata(table uint32, pc uint64) int32 {
+	if table >= f.field(fNpcdata) {
+		return -1
+	}
+	return f.pcvalue(f.field(funcSize+4*uint64(table)), pc)
+}
+
+// SPDelta returns the stack pointer offset from the entry SP at pc (the
+// number of bytes the function has pushed), or -1.
+func (f *Func) SPDelta(pc uint64) int32 { return f.pcvalue(f.field(fPcsp), pc) }
+
+// FileLine returns the source position of pc inside f (inline-aware: the
+// innermost inlined function's position), or "?", 0.
+func (f *Func) FileLine(pc uint64) (string, int) {
+	fileno := f.pcvalue(f.field(fPcfile), pc)
+	line := f.pcvalue(f.field(fPcln), pc)
+	if fileno < 0 || line < 0 {
+		return "?", 0
+	}
+	cu := uint64(f.field(fCuOffset))
+	fileoff := f.b.u32(f.b.cutab, (cu+uint64(fileno))*4)
+	file, ok := cstring(f.b.filetab, uint64(fileoff))
+	if fileoff == ^uint32(0) || !ok {
+		return "?", 0
+	}
+	return file, int(line)
+}
+
+// inlTree returns the address of f's inline tree, or 0.
+func (f *Func) inlTree() uint64 {
+	b := f.b
+	if b.inlineSkip || uint64(f.off)+fNfuncdata >= uint64(len(b.pcln)) {
+		return 0
+	}
+	if nfd := b.pcln[uint64(f.off)+fNfuncdata]; funcdataInlTree >= nfd {
+		return 0
+	}
+	off := f.field(funcSize + 4*uint64(f.field(fNpcdata)) + 4*funcdataInlTree)
+	if off == ^uint32(0) {
+		return 0
+	}
+	return b.gofunc + uint64(off)
+}
+
+// Frame is one logical frame: a physical function or one inlined into it.
+type Frame struct {
+	PC       uint64 // the PC this frame was looked up with
+	Func     string // function name as the runtime stores it
+	File     string
+	Line     int
+	Entry    uint64 // entry of the physical function
+	Inlined  bool   // true if this frame was inlined into its caller
+	FuncID   uint8
+	Physical *Func
+}
+
+// Frames returns the logical frames at pc, innermost first. If ret is true,
+// pc is a return address and is backed up into the call instruction first,
+// as runtime.CallersFrames does.
+func (b *Binary) Frames(pc uint64, ret bool) []Frame {
+	lookup := pc
+	if ret && lookup > 0 {
+		lookup--
+	}
+	f := b.FindFunc(lookup)
+	if f == nil {
+		return nil
+	}
+	var out []Frame
+	tree := f.inlTree()
+	var ic [inlinedCallSize]byte
+	for depth := 0; tree != 0 && depth < maxInlineDepth; depth++ {
+		idx := f.pcdata(pcdataInlTreeIndex, lookup)
+		if idx < 0 || b.ReadVA(tree+uint64(idx)*inlinedCallSize, ic[:]) != nil {
+			break
+		}
+		file, line := f.FileLine(lookup)
+		name, ok := cstring(b.funcnames, uint64(b.Order.Uint32(ic[inlNameOff:])))
+		if !ok {
+			name = "?"
+		}
+		out = append(out, Frame{PC: pc, Func: name, File: file, Line: line,
+			Entry: f.Entry, Inlined: true, FuncID: ic[inlFuncID], Physical: f})
+		parent := f.Entry + uint64(int64(int32(b.Order.Uint32(ic[inlParentPC:]))))
+		if parent == lookup {
+			break
+		}
+		lookup = parent
+	}
+	file, line := f.FileLine(lookup)
+	out = append(out, Frame{PC: pc, Func: f.Name, File: file, Line: line, Entry: f.Entry, FuncID: f.FuncID, Physical: f})
+	return out
+}
+
+// PrintName formats a function name as Go tracebacks do: the type arguments
+// of a generic function (and of a generic method's receiver) print as [...].
+func PrintName(name string) string {
+	i := strings.IndexByte(name, '[')
+	j := strings.LastIndexByte(name, ']')
+	if i < 0 || j <= i {
+		return name
+	}
+	interior := name[i+1 : j]
+	if !strings.Contains(interior, "[") {
+		return name[:i] + "[...]" + name[j+1:]
+	}
+	// Generic method of a generic type: "T[...].M[...]".
+	depth, rbr := 1, -1
+	for k, c := range interior {
+		switch c {
+		case '[':
+			depth++
+			if depth == 1 {
+				return name[:i] + "[...]" + interior[rbr+1:k] + "[...]" + name[j+1:]
+			}
+		case ']':
+			depth--
+			if depth < 0 {
+				return name
+			}
+			if depth == 0 {
+				rbr = k
+			}
+		}
+	}
+	if depth == 1 && rbr == -1 {
+		return name[:i] + "[...]" + name[j+1:]
+	}
+	return name
+}
