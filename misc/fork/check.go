@@ -87,6 +87,14 @@ func (f *fork) checkBuilds(stdout io.Writer, g *gitRepo, up string) error {
 	if err != nil {
 		return err
 	}
+	// The files dist generates, which git ignores, as upstream ships them.
+	for _, e := range excludes {
+		if strings.HasPrefix(e, "/src/") && strings.HasSuffix(e, ".go") {
+			if err := copyFile(filepath.Join(up, filepath.FromSlash(e)), filepath.Join(g.dir, filepath.FromSlash(e))); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+	}
 	env := append(cleanEnv(), "GOROOT="+g.dir, "GOTOOLCHAIN=local", "GOFLAGS=")
 	gocmd := filepath.Join(up, "bin", "go")
 	var failed []string
