@@ -61,6 +61,9 @@ func extractTo(g *gitRepo, out string) error {
 				added = append(added, p)
 			}
 		}
+		if subject == "fork: add new files from src/" {
+			return fmt.Errorf("commit %s (%q) comes from the former fork script, which added every new file in one commit; extract this tree with that script (git show HEAD~N:fork), or move its own commits onto a tree laid out by ./fork apply", short, subject)
+		}
 		if strings.HasPrefix(subject, "fork: ") {
 			if len(diffPaths)+len(added) > 0 {
 				return fmt.Errorf("commit %s (%q) changes more than VERSION; subjects starting 'fork: ' are reserved for the generated VERSION commit: reword it (git rebase -i upstream)", short, subject)

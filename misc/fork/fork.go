@@ -194,6 +194,9 @@ func (f *fork) readState() state {
 	var st state
 	if data, err := os.ReadFile(filepath.Join(f.work, stateFile)); err == nil {
 		json.Unmarshal(data, &st)
+	} else if head, err := os.ReadFile(filepath.Join(f.work, ".git", "fork-applied-head")); err == nil {
+		// A tree laid out by the former shell script: its HEAD when applied or extracted.
+		st.AppliedHead = strings.TrimSpace(string(head))
 	}
 	return st
 }
