@@ -48,8 +48,8 @@ Verbs:
   status     what goroot/ holds: shape, applied, built, edits, unextracted commits
   make       what make.bash does: lay out goroot/ as a plain tree when the series changed
              (refusing to replace unsaved work), run upstream's make.bash in it when its
-             sources changed since the last build, install fpcheck and golineage into
-             goroot/bin. A no-op build when nothing changed.
+             sources changed since the last build. A no-op when nothing changed.
+  tools      build fpcheck and golineage from misc/ with the fork's go into goroot/bin
   upstream   print the pristine upstream GOROOT (fetching it if needed)
 
 Global flag (before the verb):
@@ -97,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	switch verb {
-	case "apply", "extract", "check", "status", "make", "upstream":
+	case "apply", "extract", "check", "status", "make", "tools", "upstream":
 	default:
 		return fmt.Errorf("%w: unknown verb %q", errUsage, verb)
 	}
@@ -129,6 +129,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return f.status(stdout)
 	case "make":
 		return f.make(stdout)
+	case "tools":
+		return f.tools(stdout)
 	case "upstream":
 		up, err := f.upstream()
 		if err != nil {
