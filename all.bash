@@ -70,7 +70,8 @@ own() {
 
 tools() { "$LOGS/allbash" tools -o "$ALLBASH_RECORDS" .ci/tools; }
 
-if want make && ! step make exit ./make.bash; then
+makefork() { ./make.bash && ./fork tools; }
+if want make && ! step make exit makefork; then
 	echo "all.bash: make.bash failed; nothing else can run"
 	steps=()
 fi

@@ -18,12 +18,13 @@ record() {
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if ! (cd "$here/testdata/stress" && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$goroot/bin/go" build -o "$tmp/stress" .); then
-	record fail 0 "building the stress corpus failed"
+if ! (cd "$here/testdata/stress" && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$goroot/bin/go" build -o "$tmp/stress" . &&
+	cd "$here" && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$goroot/bin/go" build -o "$tmp/fpcheck" .); then
+	record fail 0 "building the stress corpus or fpcheck failed"
 	exit 1
 fi
 start=$SECONDS
-"$goroot/bin/fpcheck" run -- "$tmp/stress" -d "$dur" >"$tmp/out" 2>&1
+"$tmp/fpcheck" run -- "$tmp/stress" -d "$dur" >"$tmp/out" 2>&1
 rc=$?
 grep -E '^fpcheck run:' "$tmp/out" # the counts, for the log
 note=$(grep -E '^fpcheck run:' "$tmp/out" | tail -1)

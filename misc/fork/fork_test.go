@@ -1,0 +1,526 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env is a scratch repository and a fake upstream GOROOT: a few files, a src/make.bash
+// that "builds" a bin/go script, which logs its arguments.
+type env struct {
+	t        *testing.T
+	repo     string // the fork's repository: patches/, src/, VERSION, misc/
+	upstream string
+	work     string // the work tree, repo/goroot
+}
+
+const fakeMakeBash = `#!/bin/sh
+echo build >>"$FAKE_BUILDS"
+mkdir -p ../bin
+printf '#!/bin/sh\necho "$@" >>"$FAKE_GO"\n' >../bin/go
+chmod +x ../bin/go
+`
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed:", err)
+	}
+	dir := t.TempDir()
+	e := &env{t: t, repo: filepath.Join(dir, "repo"), upstream: filepath.Join(dir, "up")}
+	e.work = filepath.Join(e.repo, "goroot")
+	e.write(e.repo, "VERSION", "go1.27.3-test1\n")
+	e.write(e.repo, "patches/series", "# empty\n")
+	e.write(e.repo, "misc/go.mod", "module x\n")
+	e.write(e.upstream, "VERSION", "go1.27.3\ntime 2026-10-19T22:20:36Z\n")
+	e.write(e.upstream, "go.env", "GOTOOLCHAIN=auto\n")
+	e.write(e.upstream, "src/runtime/proc.go", "package runtime\n\nfunc a() {}\n\nfunc b() {}\n")
+	e.write(e.upstream, "src/runtime/asm_amd64.s", "TEXT ·a(SB),0,$0\n\tRET\n")
+	e.write(e.upstream, "src/make.bash", fakeMakeBash)
+	e.write(e.upstream, "bin/go", "prebuilt binary, not source\n")
+	e.write(e.upstream, "pkg/tool/x", "prebuilt\n")
+	t.Setenv("FORK_UPSTREAM", e.upstream)
+	t.Setenv("FORK_WORK", "")
+	t.Setenv("FAKE_BUILDS", filepath.Join(dir, "builds.log"))
+	t.Setenv("FAKE_GO", filepath.Join(dir, "go.log"))
+	return e
+}
+
+func (e *env) write(dir, name, content string) {
+	e.t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) read(dir, name string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// fork runs the tool in process and returns its output (stdout and stderr) and error.
+func (e *env) fork(args ...string) (string, error) {
+	e.t.Helper()
+	var out bytes.Buffer
+	err := run(append([]string{"-top", e.repo}, args...), &out, &out)
+	return out.String(), err
+}
+
+func (e *env) mustFork(args ...string) string {
+	e.t.Helper()
+	out, err := e.fork(args...)
+	if err != nil {
+		e.t.Fatalf("fork %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// git runs git in the work tree.
+func (e *env) git(args ...string) string {
+	e.t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", e.work, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgSign=false"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (e *env) commit(msg string) {
+	e.t.Helper()
+	e.git("add", "-A")
+	e.git("commit", "-qm", msg)
+}
+
+func (e *env) snapshot() snapshot {
+	e.t.Helper()
+	s, err := readSnapshot(e.repo)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func names(s snapshot) string {
+	var l []string
+	for k := range s {
+		l = append(l, k)
+	}
+	sort.Strings(l)
+	return strings.Join(l, "\n")
+}
+
+// edit makes the kinds of change a developer makes in the work tree, as four commits: an
+// upstream file changed; a new file; an upstream file changed with a new file; a change to
+// the fork's own file introduced two commits before.
+func (e *env) edit() {
+	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() {}\n")
+	e.commit("runtime: make a call b\n\nBecause the test says so.")
+	e.write(e.work, "src/runtime/lineage.go", "package runtime\n\nfunc lineage() {}\n")
+	e.commit("runtime: add lineage.go")
+	e.write(e.work, "src/runtime/asm_amd64.s", "TEXT ·a(SB),0,$0\n\tMOVQ $0, BP\n\tRET\n")
+	e.write(e.work, "src/runtime/lineage_test.go", "package runtime\n")
+	e.commit("runtime: clear BP in a, with a test")
+	e.write(e.work, "src/runtime/lineage.go", "package runtime\n\nfunc lineage() { a() }\n")
+	e.commit("runtime: lineage calls a")
+}
+
+const wantSeries = seriesHeader + `0001-runtime-make-a-call-b.patch
+0002-runtime-add-lineage-go.patch
+	src/runtime/lineage.go
+0003-runtime-clear-bp-in-a-with-a-test.patch
+	src/runtime/lineage_test.go
+0004-runtime-lineage-calls-a.patch
+`
+
+func TestRouting(t *testing.T) {
+	e := newEnv(t)
+	e.mustFork("apply")
+	if _, err := os.Stat(filepath.Join(e.work, "bin")); err == nil {
+		t.Errorf("apply copied upstream's prebuilt bin/ into the work tree")
+	}
+	if got := e.read(e.work, "VERSION"); got != "go1.27.3-test1\n" {
+		t.Errorf("work tree VERSION = %q, want the fork's", got)
+	}
+	e.edit()
+	e.mustFork("extract")
+	snap := e.snapshot()
+	want := `VERSION
+patches/0001-runtime-make-a-call-b.patch
+patches/0002-runtime-add-lineage-go.patch
+patches/0003-runtime-clear-bp-in-a-with-a-test.patch
+patches/0004-runtime-lineage-calls-a.patch
+patches/series
+src/runtime/lineage.go
+src/runtime/lineage_test.go`
+	if got := names(snap); got != want {
+		t.Fatalf("extracted files:\n%s\nwant:\n%s", got, want)
+	}
+	if got := snap["patches/series"]; got != wantSeries {
+		t.Errorf("series:\n%s\nwant:\n%s", got, wantSeries)
+	}
+	// The repository holds a new file as its introducing patch brings it.
+	if got := snap["src/runtime/lineage.go"]; got != "package runtime\n\nfunc lineage() {}\n" {
+		t.Errorf("src/runtime/lineage.go = %q, want the content of the commit that added it", got)
+	}
+	p1 := snap["patches/0001-runtime-make-a-call-b.patch"]
+	if !strings.HasPrefix(p1, "Subject: runtime: make a call b\n\nBecause the test says so.\n---\ndiff --git a/src/runtime/proc.go") {
+		t.Errorf("patch 1 does not start with its message and diff:\n%s", p1)
+	}
+	if p2 := snap["patches/0002-runtime-add-lineage-go.patch"]; p2 != "Subject: runtime: add lineage.go\n---\n" {
+		t.Errorf("patch 2 (new file only) = %q, want a message and no diff", p2)
+	}
+	p3 := snap["patches/0003-runtime-clear-bp-in-a-with-a-test.patch"]
+	if strings.Contains(p3, "lineage_test.go") || !strings.Contains(p3, "asm_amd64.s") {
+		t.Errorf("patch 3 should carry the upstream change, not the new file:\n%s", p3)
+	}
+	p4 := snap["patches/0004-runtime-lineage-calls-a.patch"]
+	if !strings.Contains(p4, "diff --git a/src/runtime/lineage.go b/src/runtime/lineage.go") || !strings.Contains(p4, "+func lineage() { a() }") {
+		t.Errorf("patch 4 should carry the change to the fork's file as a diff:\n%s", p4)
+	}
+	for name, p := range snap {
+		if strings.HasPrefix(name, "patches/0") {
+			for _, bad := range []string{"\nindex ", "\nFrom ", "\nDate: "} {
+				if strings.Contains(p, bad) {
+					t.Errorf("%s carries a header that changes between extractions (%q)", name, bad)
+				}
+			}
+		}
+	}
+}
+
+func TestRoundTripAndDeterminism(t *testing.T) {
+	e := newEnv(t)
+	e.mustFork("apply")
+	e.edit()
+	e.mustFork("extract")
+	first := e.snapshot()
+	e.mustFork("extract")
+	if d := differences(first, e.snapshot()); len(d) > 0 {
+		t.Fatalf("a second extraction differs from the first: %v", d)
+	}
+	if out := e.mustFork("check", "-nobuild"); !strings.Contains(out, "reproduces") {
+		t.Fatalf("check did not report success:\n%s", out)
+	}
+	head := e.git("rev-parse", "HEAD^{tree}")
+	if err := os.RemoveAll(e.work); err != nil {
+		t.Fatal(err)
+	}
+	e.mustFork("apply")
+	if again := e.git("rev-parse", "HEAD^{tree}"); again != head {
+		t.Errorf("re-applying the extracted series gave tree %s, the extracted work tree had %s", again, head)
+	}
+	e.mustFork("extract")
+	if d := differences(first, e.snapshot()); len(d) > 0 {
+		t.Fatalf("apply then extract changed the series: %v", d)
+	}
+	if got := e.read(e.work, "src/runtime/lineage.go"); !strings.Contains(got, "{ a() }") {
+		t.Errorf("re-applied work tree lacks patch 4's change to a fork file: %q", got)
+	}
+	// Each commit holds its own new files: at patch 2, lineage.go exists, lineage_test.go not yet.
+	files := e.git("ls-tree", "-r", "--name-only", "HEAD~3")
+	if !strings.Contains(files, "src/runtime/lineage.go") || strings.Contains(files, "lineage_test.go") {
+		t.Errorf("commit of patch 2 holds:\n%s", files)
+	}
+	if log := e.git("log", "--format=%s", "upstream..HEAD"); !strings.HasPrefix(log, "fork: VERSION\nruntime: lineage calls a\n") {
+		t.Errorf("history after upstream:\n%s", log)
+	}
+}
+
+func TestExtractRemovesStaleFiles(t *testing.T) {
+	e := newEnv(t)
+	e.mustFork("apply")
+	e.edit()
+	e.mustFork("extract")
+	// Drop patch 2 (and with it lineage.go); patch 4 then no longer has a file to change.
+	e.git("reset", "-q", "--hard", "upstream")
+	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() {}\n")
+	e.write(e.work, "VERSION", "go1.27.3-test1\n")
+	e.commit("runtime: only this")
+	e.mustFork("extract")
+	if got := names(e.snapshot()); got != "VERSION\npatches/0001-runtime-only-this.patch\npatches/series" {
+		t.Errorf("after extract, the repository holds:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.repo, "src")); err == nil {
+		t.Errorf("extract left the empty src/ directory behind")
+	}
+}
+
+func TestHandEditedPatch(t *testing.T) {
+	e := newEnv(t)
+	e.mustFork("apply")
+	e.edit()
+	e.mustFork("extract")
+	p := filepath.Join(e.repo, "patches/0001-runtime-make-a-call-b.patch")
+	orig := e.read(e.repo, "patches/0001-runtime-make-a-call-b.patch")
+	// Still applies, but is not what extraction writes.
+	e.write(e.repo, "patches/0001-runtime-make-a-call-b.patch", strings.Replace(orig, "Because the test says so.\n", "Because the test says so.  \n\n\n", 1))
+	out, err := e.fork("check", "-nobuild")
+	if err == nil || !strings.Contains(err.Error(), "0001-runtime-make-a-call-b.patch") {
+		t.Errorf("check of a series that does not round-trip: err=%v\n%s", err, out)
+	}
+	// No longer applies.
+	os.WriteFile(p, []byte(strings.Replace(orig, "-func a() {}", "-func a() { /* not upstream */ }", 1)), 0o644)
+	if _, err := e.fork("check", "-nobuild"); err == nil || !strings.Contains(err.Error(), "0001-runtime-make-a-call-b.patch does not apply") {
+		t.Errorf("check with a patch that does not apply: %v", err)
+	}
+	os.RemoveAll(e.work)
+	if _, err := e.fork("apply"); err == nil || !strings.Contains(err.Error(), "0001-runtime-make-a-call-b.patch does not apply") {
+		t.Errorf("apply with a patch that does not apply: %v", err)
+	}
+}
+
+func TestRefusesDirtyWorkTree(t *testing.T) {
+	e := newEnv(t)
+	e.mustFork("apply")
+	e.write(e.repo, "patches/series", "# changed, so that apply must lay out again\n")
+	e.write(e.work, "src/runtime/proc.go", "package runtime // edited, not committed\n")
+	_, err := e.fork("apply")
+	if err == nil || !strings.Contains(err.Error(), "uncommitted edits") || !strings.Contains(err.Error(), "./fork extract") {
+		t.Fatalf("apply over uncommitted edits: %v", err)
+	}
+	if got := e.read(e.work, "src/runtime/proc.go"); !strings.Contains(got, "edited") {
+		t.Errorf("the edit was lost")
+	}
+	if _, err := e.fork("make"); err == nil || !strings.Contains(err.Error(), "uncommitted edits") {
+		t.Errorf("make over uncommitted edits: %v", err)
+	}
+	if _, err := e.fork("extract"); err == nil {
+		t.Errorf("extract ran with uncommitted edits")
+	}
+}
+
+func TestRefusesUnextractedCommits(t *testing.T) {
+	e := newEnv(t)
+	e.mustFork("apply")
+	e.edit()
+	e.write(e.repo, "patches/series", "# changed, so that apply must lay out again\n")
+	if _, err := e.fork("apply"); err == nil || !strings.Contains(err.Error(), "not extracted") {
+		t.Fatalf("apply over commits not extracted: %v", err)
+	}
+	if out := e.mustFork("status"); !strings.Contains(out, "not extracted") || !strings.Contains(out, "applied:   stale") {
+		t.Errorf("status:\n%s", out)
+	}
+	e.mustFork("extract")
+	if out := e.mustFork("status"); strings.Contains(out, "not extracted") || !strings.Contains(out, "applied:   current") {
+		t.Errorf("status after extract:\n%s", out)
+	}
+	// Once extracted, the work tree already holds the series.
+	if out := e.mustFork("apply"); !strings.Contains(out, "already holds") {
+		t.Errorf("apply after extract:\n%s", out)
+	}
+}
+
+// TestMake covers make.bash's path: a plain tree, built once, incremental, refusing to
+// replace edits, and turned into a developer's tree without touching its files.
+func TestMake(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.work+"-unused", "x", "") // FORK_WORK default is repo/goroot
+	e.mustFork("make")
+	if _, err := os.Stat(filepath.Join(e.work, ".git")); err == nil {
+		t.Errorf("make laid out a git history; make.bash needs a plain tree")
+	}
+	builds := func() int { return strings.Count(e.read(filepath.Dir(e.repo), "builds.log"), "build\n") }
+	if builds() != 1 {
+		t.Fatalf("upstream's make.bash ran %d times, want 1", builds())
+	}
+	if golog := e.read(filepath.Dir(e.repo), "go.log"); strings.Contains(golog, "fpcheck") {
+		t.Errorf("make built the fork's commands (./fork tools does): %q", golog)
+	}
+	e.mustFork("tools")
+	if golog := e.read(filepath.Dir(e.repo), "go.log"); !strings.Contains(golog, "./fpcheck ./golineage") {
+		t.Errorf("tools did not build the fork's commands: %q", golog)
+	}
+	out := e.mustFork("make")
+	if builds() != 1 || !strings.Contains(out, "up to date") {
+		t.Errorf("a second make rebuilt (%d builds):\n%s", builds(), out)
+	}
+	if out := e.mustFork("status"); !strings.Contains(out, "built:     current") || !strings.Contains(out, "plain tree") {
+		t.Errorf("status of a built plain tree:\n%s", out)
+	}
+
+	// apply on the current plain tree adds the history and keeps the files and the build.
+	proc := filepath.Join(e.work, "src/runtime/proc.go")
+	before, _ := os.Stat(proc)
+	time.Sleep(10 * time.Millisecond)
+	e.mustFork("apply")
+	after, _ := os.Stat(proc)
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("apply rewrote the files of a current plain tree")
+	}
+	if out := e.mustFork("status"); !strings.Contains(out, "built:     current") || !strings.Contains(out, "edits:     none") {
+		t.Errorf("status after adding the history:\n%s", out)
+	}
+	e.mustFork("make")
+	if builds() != 1 {
+		t.Errorf("make rebuilt after apply added the history")
+	}
+}
+
+func TestMakeRefusesEditedPlainTree(t *testing.T) {
+	e := newEnv(t)
+	e.mustFork("make")
+	time.Sleep(10 * time.Millisecond)
+	e.write(e.work, "src/runtime/proc.go", "package runtime // edited\n")
+	e.write(e.repo, "patches/series", "# changed\n")
+	if _, err := e.fork("make"); err == nil || !strings.Contains(err.Error(), "src/runtime/proc.go") {
+		t.Fatalf("make over an edited plain tree: %v", err)
+	}
+	// Back to the inputs it was laid out from, apply keeps the edit as an uncommitted one.
+	e.write(e.repo, "patches/series", "# empty\n")
+	e.mustFork("apply")
+	if st := e.git("status", "--porcelain"); !strings.Contains(st, "src/runtime/proc.go") {
+		t.Errorf("the plain tree's edit does not show as uncommitted after apply: %q", st)
+	}
+}
+
+func TestBadSeries(t *testing.T) {
+	for _, tc := range []struct{ name, series, files, want string }{
+		{"missing patch", "0001-a.patch\n", "", "patches/0001-a.patch does not exist"},
+		{"missing file", "0001-a.patch\n\tsrc/runtime/x.go\n", "patches/0001-a.patch", "no file src/runtime/x.go"},
+		{"file twice", "0001-a.patch\n\tsrc/runtime/x.go\n0002-b.patch\n\tsrc/runtime/x.go\n", "", "src/runtime/x.go is listed twice (also on line 2)"},
+		{"file first", "\tsrc/runtime/x.go\n0001-a.patch\n", "", "before any patch"},
+		{"outside src", "0001-a.patch\n\tmisc/x.go\n", "", "outside src/"},
+		{"unclean path", "0001-a.patch\n\tsrc/runtime/../x.go\n", "", "not a clean"},
+		{"patch twice", "0001-a.patch\n0001-a.patch\n", "", "listed twice"},
+		{"not a patch name", "0001-a.diff\n", "", "not a patch file name"},
+		{"indented by spaces", "0001-a.patch\n  src/x.go\n", "", "indented by one tab"},
+		{"upstream file", "0001-a.patch\n\tsrc/runtime/proc.go\n", "patches/0001-a.patch src/runtime/proc.go", "upstream or an earlier patch already has it"},
+		{"not a patch file", "0001-a.patch\n", "patches/0001-a.patch", "not a patch file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.write(e.repo, "patches/series", tc.series)
+			for _, f := range strings.Fields(tc.files) {
+				content := "Subject: a: b\n---\n"
+				if tc.name == "not a patch file" {
+					content = "diff --git a/x b/x\n"
+				}
+				if strings.HasPrefix(f, "src/") {
+					content = "package runtime\n"
+				}
+				e.write(e.repo, f, content)
+			}
+			_, err := e.fork("apply")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("apply: %v; want one line containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBadInputs(t *testing.T) {
+	t.Run("upstream version", func(t *testing.T) {
+		e := newEnv(t)
+		e.write(e.upstream, "VERSION", "go1.26.8\n")
+		if _, err := e.fork("apply"); err == nil || !strings.Contains(err.Error(), "go1.26.8, not go1.27.3") {
+			t.Errorf("apply with a wrong upstream: %v", err)
+		}
+	})
+	t.Run("VERSION", func(t *testing.T) {
+		e := newEnv(t)
+		e.write(e.repo, "VERSION", "go1.27.3\n")
+		if _, err := e.fork("apply"); err == nil || !strings.Contains(err.Error(), "first line must be go1.27.3-SUFFIX") {
+			t.Errorf("apply with an unsuffixed VERSION: %v", err)
+		}
+	})
+	t.Run("new file outside src", func(t *testing.T) {
+		e := newEnv(t)
+		e.mustFork("apply")
+		e.write(e.work, "misc/new.txt", "x\n")
+		e.commit("misc: add a file")
+		if _, err := e.fork("extract"); err == nil || !strings.Contains(err.Error(), "outside src/") {
+			t.Errorf("extract of a new file outside src/: %v", err)
+		}
+	})
+	t.Run("reserved subject", func(t *testing.T) {
+		e := newEnv(t)
+		e.mustFork("apply")
+		e.write(e.work, "src/runtime/x.go", "package runtime\n")
+		e.commit("fork: sneak a file in")
+		if _, err := e.fork("extract"); err == nil || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("extract of a 'fork: ' commit adding a file: %v", err)
+		}
+	})
+	t.Run("usage", func(t *testing.T) {
+		var out bytes.Buffer
+		if code := cli([]string{"frobnicate"}, &out, &out); code != 2 || !strings.Contains(out.String(), "Exit codes") {
+			t.Errorf("unknown verb: exit %d\n%s", code, out.String())
+		}
+		if code := cli([]string{"apply", "-nobuild"}, &out, &out); code != 2 {
+			t.Errorf("apply -nobuild: exit %d, want 2", code)
+		}
+	})
+}
+
+// TestCheckBuildsEachCommit proves that check compiles each commit's own sources: a series
+// whose second patch plants a syntax error, fixed by the third, fails at commit 2 only.
+// It needs the real upstream toolchain.
+func TestCheckBuildsEachCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("copies and builds from the real upstream GOROOT")
+	}
+	e := newEnv(t)
+	os.Unsetenv("FORK_UPSTREAM")
+	up, err := (&fork{}).upstream()
+	if err != nil {
+		t.Skip("no upstream toolchain:", err)
+	}
+	t.Setenv("FORK_UPSTREAM", up)
+	defer func(s, c []string) { checkStdPkgs, checkCmdPkgs = s, c }(checkStdPkgs, checkCmdPkgs)
+	checkStdPkgs, checkCmdPkgs = []string{"errors"}, []string{"cmd/internal/objabi"}
+	e.mustFork("apply")
+	e.write(e.work, "src/errors/forkcheck.go", "package errors\n\nfunc forkCheck() int { return 1 }\n")
+	e.commit("errors: add forkCheck")
+	e.write(e.work, "src/errors/forkcheck.go", "package errors\n\nfunc forkCheck() int { return 1 \n")
+	e.commit("errors: break forkCheck")
+	e.write(e.work, "src/errors/forkcheck.go", "package errors\n\nfunc forkCheck() int { return 2 }\n")
+	e.commit("errors: mend forkCheck")
+	e.write(e.work, "src/cmd/internal/objabi/forkcheck.go", "package objabi\n\nvar forkCheck = undefinedName\n")
+	e.commit("cmd/internal/objabi: refer to a name that does not exist")
+	e.mustFork("extract")
+	out, err := e.fork("check")
+	if err == nil || !strings.Contains(err.Error(), "2 of 5 commits do not build: 2 (errors: break forkCheck), 4 (cmd/internal/objabi") {
+		t.Fatalf("check: %v\n%s", err, out)
+	}
+	for _, want := range []string{"build  1/5", "errors: add forkCheck", "ok (", "syntax error", "undefined: undefinedName", "build  5/5"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func FuzzParseSeries(f *testing.F) {
+	f.Add([]byte(wantSeries))
+	f.Add([]byte("0001-a.patch\n\tsrc/a\n\tsrc/b\n# c\n0002-b.patch\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseSeries("series", data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error of more than one line: %q", err)
+			}
+			return
+		}
+		again, err := parseSeries("series", s.format())
+		if err != nil {
+			t.Fatalf("the formatted series does not parse: %v", err)
+		}
+		if string(again.format()) != string(s.format()) {
+			t.Errorf("format is not stable")
+		}
+	})
+}
