@@ -284,3 +284,33 @@ func SetAsyncPreemptOff(v int32) int32 {
 	debug.asyncpreemptoff = v
 	return old
 }
+
+// AsyncPreemptFPReadyAt is the frame-record rule of asynchronous
+// preemption (preemptfp.go) for a function interrupted at pc, sp, fp.
+func AsyncPreemptFPReadyAt(pc, sp, fp uintptr) bool { return asyncPreemptFPReadyAt(pc, sp, fp) }
+
+// FPCheckEachPC calls fn for every instruction-aligned PC of the function
+// whose entry is entry, with the SP delta the pcsp table gives there.
+func FPCheckEachPC(entry uintptr, fn func(pc uintptr, delta int32)) {
+	f := findfunc(entry)
+	if !f.valid() || f.entry() != entry {
+		panic("FPCheckEachPC: not a function entry")
+	}
+	p := f.datap.pctab[f.pcsp:]
+	pc, val := f.entry(), int32(-1)
+	for {
+		start := pc
+		var ok bool
+		p, ok = step(p, &pc, &val, pc == f.entry())
+		if !ok {
+			return
+		}
+		for q := start; q < pc; q += sys.PCQuantum {
+			fn(q, val)
+		}
+	}
+}
+
+// FPCheckMaxSPDelta returns the largest SP delta of the function whose
+// entry is entry.
+func FPCheckMaxSPDelta(entry uintptr) int32 { return funcMaxSPDelta(findfunc(entry)) }

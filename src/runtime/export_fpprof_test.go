@@ -8,31 +8,6 @@ package runtime
 
 import "unsafe"
 
-// SetFPUnwindCheck turns GODEBUG=fpunwindcheck on or off and returns the
-// previous setting.
-func SetFPUnwindCheck(on bool) bool {
-	old := debug.fpunwindcheck != 0
-	debug.fpunwindcheck = 0
-	if on {
-		debug.fpunwindcheck = 1
-	}
-	return old
-}
-
-// FPCheckCounts returns the fpunwindcheck counters of a site.
-func FPCheckCounts(site string) (checked, mismatches uint64) {
-	for i, name := range fpcheckSiteNames {
-		if name == site {
-			return fpcheck.checked[i].Load(), fpcheck.mismatches[i].Load()
-		}
-	}
-	panic("unknown fpunwindcheck site " + site)
-}
-
-// FPCheckInject makes the next fpunwindcheck comparison see an altered
-// frame-pointer result.
-func FPCheckInject() { fpcheck.inject.Store(1) }
-
 // GoroutineFPState reports how savegFP classifies the goroutine with the
 // given id ("" if there is none), with the world stopped.
 func GoroutineFPState(goid uint64) string {

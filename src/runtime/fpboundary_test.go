@@ -13,6 +13,7 @@ package runtime_test
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -192,6 +193,50 @@ func TestFPBoundaryPreemptSync(t *testing.T) {
 // there, the walk lacks the leaf's caller.
 func TestFPBoundaryPreemptFrameless(t *testing.T) {
 	testFPPreempt(t, true, false)
+}
+
+// The asynchronous-preemption rule at every PC of functions with a frame:
+// where the frame is not allocated (entry, prologue before SP moves, after
+// the epilogue), no frame pointer makes the PC acceptable, not even one word
+// below SP, which on arm64 is where the caller's record is (go.dev/issue/63830
+// and the fork's TestFPBoundaryPreempt failures under qemu: fpSpin missing
+// from the chain); where the whole frame is allocated, the PC is acceptable
+// exactly when the frame pointer points at the function's record.
+func TestFPBoundaryPreemptRuleEveryPC(t *testing.T) {
+	const sp = 0xc000100000
+	for _, fn := range []any{fpSpinMid, fpSpinLeaf, fpSpin, fpGrow, fpRecover, testFPPreempt} {
+		entry := reflect.ValueOf(fn).Pointer()
+		name := runtime.FPCheckFuncName(entry)
+		max := runtime.FPCheckMaxSPDelta(entry)
+		var nalloc, nfull int
+		runtime.FPCheckEachPC(entry, func(pc uintptr, delta int32) {
+			record := uintptr(sp - 8) // arm64: one word below SP
+			if runtime.GOARCH == "amd64" {
+				record = sp + uintptr(delta) - 8 // below the return address
+			}
+			if delta == 0 {
+				nalloc++
+				for _, fp := range []uintptr{sp - 8, sp + 64, 0} {
+					if runtime.AsyncPreemptFPReadyAt(pc, sp, fp) {
+						t.Errorf("%s+%#x: frame not allocated, frame pointer sp%+d accepted", name, pc-entry, int(fp)-sp)
+					}
+				}
+				return
+			}
+			if runtime.AsyncPreemptFPReadyAt(pc, sp, record+16) {
+				t.Errorf("%s+%#x: frame pointer off its record accepted", name, pc-entry)
+			}
+			if delta == max {
+				nfull++
+				if !runtime.AsyncPreemptFPReadyAt(pc, sp, record) {
+					t.Errorf("%s+%#x: frame allocated, frame pointer at its record refused", name, pc-entry)
+				}
+			}
+		})
+		if max == 0 || nalloc == 0 || nfull == 0 {
+			t.Errorf("%s: max SP delta %d, %d PCs without a frame, %d with all of it: not a function with a prologue and a body", name, max, nalloc, nfull)
+		}
+	}
 }
 
 func testFPPreempt(t *testing.T, frameless, syncOnly bool) (nomit int) {

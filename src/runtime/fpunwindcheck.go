@@ -32,21 +32,21 @@ import (
 
 // Sites, in report order.
 const (
-	fpcheckHeap = iota
-	fpcheckGoroutine
-	fpcheckBlock
-	fpcheckMutex
-	fpcheckTrace
-	fpcheckNumSites
+	fpunwindcheckHeap = iota
+	fpunwindcheckGoroutine
+	fpunwindcheckBlock
+	fpunwindcheckMutex
+	fpunwindcheckTrace
+	fpunwindcheckNumSites
 )
 
-var fpcheckSiteNames = [fpcheckNumSites]string{"heap", "goroutine", "block", "mutex", "trace"}
+var fpunwindcheckSiteNames = [fpunwindcheckNumSites]string{"heap", "goroutine", "block", "mutex", "trace"}
 
-const fpcheckMaxPrinted = 20
+const fpunwindcheckMaxPrinted = 20
 
-var fpcheck struct {
-	checked    [fpcheckNumSites]atomic.Uint64
-	mismatches [fpcheckNumSites]atomic.Uint64
+var fpunwindcheckStats struct {
+	checked    [fpunwindcheckNumSites]atomic.Uint64
+	mismatches [fpunwindcheckNumSites]atomic.Uint64
 	printed    atomic.Int32
 	// inject, when set (by tests), makes the next comparison see the
 	// first frame-pointer PC altered, to show that mismatches are found.
@@ -55,15 +55,15 @@ var fpcheck struct {
 
 func init() {
 	if debug.fpunwindcheck != 0 {
-		exithook.Add(exithook.Hook{F: fpcheckReport, RunOnFailure: true})
+		exithook.Add(exithook.Hook{F: fpunwindcheckReport, RunOnFailure: true})
 	}
 }
 
-// fpcheckRecord compares one frame-pointer result with the slow unwinder's.
-func fpcheckRecord(site int, gp *g, fp, slow []uintptr) {
-	fpcheck.checked[site].Add(1)
+// fpunwindcheckRecord compares one frame-pointer result with the slow unwinder's.
+func fpunwindcheckRecord(site int, gp *g, fp, slow []uintptr) {
+	fpunwindcheckStats.checked[site].Add(1)
 	var flip uintptr
-	if fpcheck.inject.Load() != 0 && fpcheck.inject.CompareAndSwap(1, 0) && len(fp) > 0 {
+	if fpunwindcheckStats.inject.Load() != 0 && fpunwindcheckStats.inject.CompareAndSwap(1, 0) && len(fp) > 0 {
 		flip = 1
 	}
 	same := len(fp) == len(slow)
@@ -77,8 +77,8 @@ func fpcheckRecord(site int, gp *g, fp, slow []uintptr) {
 	if same {
 		return
 	}
-	fpcheck.mismatches[site].Add(1)
-	if fpcheck.printed.Add(1) > fpcheckMaxPrinted {
+	fpunwindcheckStats.mismatches[site].Add(1)
+	if fpunwindcheckStats.printed.Add(1) > fpunwindcheckMaxPrinted {
 		return
 	}
 	var goid uint64
@@ -86,7 +86,7 @@ func fpcheckRecord(site int, gp *g, fp, slow []uintptr) {
 		goid = gp.goid
 	}
 	printlock()
-	print("fpunwindcheck: mismatch site=", fpcheckSiteNames[site], " goid=", goid, " fp=[")
+	print("fpunwindcheck: mismatch site=", fpunwindcheckSiteNames[site], " goid=", goid, " fp=[")
 	for i, pc := range fp {
 		if i > 0 {
 			print(",")
@@ -107,30 +107,30 @@ func fpcheckRecord(site int, gp *g, fp, slow []uintptr) {
 	printunlock()
 }
 
-// fpcheckReport prints the per-site and total counts at exit.
-func fpcheckReport() {
+// fpunwindcheckReport prints the per-site and total counts at exit.
+func fpunwindcheckReport() {
 	var total, bad uint64
 	printlock()
-	for site := range fpcheckNumSites {
-		c, m := fpcheck.checked[site].Load(), fpcheck.mismatches[site].Load()
+	for site := range fpunwindcheckNumSites {
+		c, m := fpunwindcheckStats.checked[site].Load(), fpunwindcheckStats.mismatches[site].Load()
 		if c == 0 {
 			continue
 		}
 		total += c
 		bad += m
-		print("fpunwindcheck: site=", fpcheckSiteNames[site], " checked=", c, " mismatches=", m, "\n")
+		print("fpunwindcheck: site=", fpunwindcheckSiteNames[site], " checked=", c, " mismatches=", m, "\n")
 	}
 	print("fpunwindcheck: checked=", total, " mismatches=", bad, "\n")
 	printunlock()
 }
 
-// fpcheckBlockEvent checks a block or mutex profile stack that
+// fpunwindcheckBlockEvent checks a block or mutex profile stack that
 // saveblockevent recorded by frame pointers. skip is the value it passed
 // to fpTracebackPartialExpand (one less than its own skip on the current
 // stack, which callers guarantee is positive).
 //
 //go:noinline
-func fpcheckBlockEvent(which bucketType, skip int, gp *g, stk []uintptr) {
+func fpunwindcheckBlockEvent(which bucketType, skip int, gp *g, stk []uintptr) {
 	sc := gp.m.fpScratch
 	if sc == nil {
 		return
@@ -145,21 +145,21 @@ func fpcheckBlockEvent(which bucketType, skip int, gp *g, stk []uintptr) {
 	// Both forms are read through CallersFrames (expandFrames) into
 	// debug.profstackdepth frames.
 	limit := int(debug.profstackdepth)
-	nfp := framesExpand(stk, sc.logic[:limit])
-	nsl := framesExpand(sc.slow[:ns], sc.aux[:limit])
-	site := fpcheckBlock
+	nfp := fpunwindcheckFrames(stk, sc.logic[:limit])
+	nsl := fpunwindcheckFrames(sc.slow[:ns], sc.aux[:limit])
+	site := fpunwindcheckBlock
 	if which == mutexProfile {
-		site = fpcheckMutex
+		site = fpunwindcheckMutex
 	}
-	fpcheckRecord(site, gp, sc.logic[:nfp], sc.aux[:nsl])
+	fpunwindcheckRecord(site, gp, sc.logic[:nfp], sc.aux[:nsl])
 }
 
-// fpcheckTraceStack checks a trace stack that traceStack recorded by frame
+// fpunwindcheckTraceStack checks a trace stack that traceStack recorded by frame
 // pointers (pcBuf[0] is the skip, then physical PCs, already trimmed like
 // the slow path's).
 //
 //go:noinline
-func fpcheckTraceStack(skip int, gp *g, pcBuf []uintptr) {
+func fpunwindcheckTraceStack(skip int, gp *g, pcBuf []uintptr) {
 	sc := getg().m.fpScratch
 	if sc == nil || gp == nil {
 		return
@@ -180,12 +180,12 @@ func fpcheckTraceStack(skip int, gp *g, pcBuf []uintptr) {
 	}
 	limit := min(tracev2.MaxFramesPerStack, len(sc.logic))
 	nfp := fpunwindExpand(sc.logic[:limit], pcBuf)
-	fpcheckRecord(fpcheckTrace, gp, sc.logic[:nfp], sc.slow[:min(ns, limit)])
+	fpunwindcheckRecord(fpunwindcheckTrace, gp, sc.logic[:nfp], sc.slow[:min(ns, limit)])
 }
 
-// framesExpand stores into dst the return PCs of the frames
+// fpunwindcheckFrames stores into dst the return PCs of the frames
 // CallersFrames(src) yields, without allocating.
-func framesExpand(src, dst []uintptr) int {
+func fpunwindcheckFrames(src, dst []uintptr) int {
 	n := 0
 	var nextPC uintptr
 	calleeID := abi.FuncIDNormal

@@ -5,22 +5,19 @@
 package runtime_test
 
 import (
-	"io"
 	"regexp"
 	"runtime"
-	"runtime/trace"
+	"runtime/testdata/fpunwindwork"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
-// fpcheckWorkload exercises every fpunwindcheck site from a goroutine
+// fpunwindcheckWorkload exercises every fpunwindcheck site from a goroutine
 // started without arguments (block and mutex records keep go-statement
 // wrappers that the slow unwinder elides, a known upstream difference
 // outside this check's scope).
-func fpcheckWorkload(t *testing.T) {
+func fpunwindcheckWorkload(t *testing.T) {
 	old := runtime.MemProfileRate
 	runtime.MemProfileRate = 1
 	runFPCorpus()
@@ -39,50 +36,9 @@ func fpcheckWorkload(t *testing.T) {
 		runtime.SetMutexProfileFraction(1)
 		defer runtime.SetBlockProfileRate(0)
 		defer runtime.SetMutexProfileFraction(0)
-		if err := trace.Start(io.Discard); err != nil {
+		if err := fpunwindwork.Contend(fpgDeep, nil); err != nil {
 			t.Errorf("trace.Start: %v", err)
-			return
 		}
-		var mu sync.Mutex
-		// Contended unlocks, for the mutex profile.
-		for range 5 {
-			mu.Lock()
-			locked := make(chan bool)
-			go func() {
-				locked <- true
-				mu.Lock()
-				mu.Unlock()
-			}()
-			<-locked
-			time.Sleep(time.Millisecond)
-			fpgDeep(3, mu.Unlock)
-		}
-		ch := make(chan int)
-		var wg sync.WaitGroup
-		for i := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				fpgDeep(i*7, func() {
-					for j := range 20 {
-						mu.Lock()
-						time.Sleep(time.Microsecond)
-						mu.Unlock()
-						select {
-						case ch <- j:
-						case <-time.After(time.Microsecond):
-						}
-					}
-				})
-			}()
-		}
-		go func() {
-			for range ch {
-			}
-		}()
-		wg.Wait()
-		close(ch)
-		trace.Stop()
 	}()
 	<-done
 }
@@ -96,12 +52,12 @@ func TestFPUnwindCheck(t *testing.T) {
 	sites := []string{"heap", "goroutine", "block", "mutex", "trace"}
 	before := map[string][2]uint64{}
 	for _, s := range sites {
-		c, m := runtime.FPCheckCounts(s)
+		c, m := runtime.FPUnwindCheckCounts(s)
 		before[s] = [2]uint64{c, m}
 	}
-	fpcheckWorkload(t)
+	fpunwindcheckWorkload(t)
 	for _, s := range sites {
-		c, m := runtime.FPCheckCounts(s)
+		c, m := runtime.FPUnwindCheckCounts(s)
 		c -= before[s][0]
 		m -= before[s][1]
 		t.Logf("site=%s checked=%d mismatches=%d", s, c, m)
@@ -114,13 +70,13 @@ func TestFPUnwindCheck(t *testing.T) {
 	}
 
 	// A deliberately altered result must be reported.
-	c0, m0 := runtime.FPCheckCounts("heap")
+	c0, m0 := runtime.FPUnwindCheckCounts("heap")
 	old := runtime.MemProfileRate
 	runtime.MemProfileRate = 1
-	runtime.FPCheckInject()
+	runtime.FPUnwindCheckInject()
 	fpcRec_make(3)
 	runtime.MemProfileRate = old
-	c1, m1 := runtime.FPCheckCounts("heap")
+	c1, m1 := runtime.FPUnwindCheckCounts("heap")
 	if c1 == c0 || m1 != m0+1 {
 		t.Errorf("injected mismatch: checked %d->%d, mismatches %d->%d; want one more mismatch", c0, c1, m0, m1)
 	}

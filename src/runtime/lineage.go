@@ -193,18 +193,10 @@ var (
 // lineageinit fills in the run-time part of the header. Called from schedinit
 // after parsedebugvars, before any user goroutine exists.
 func lineageinit() {
+	// parsegodebug has clamped both to [0, lineageMaxLimit] (debugclamp.go).
 	d, s := debug.lineage, debug.lineagestack
-	if d < 0 {
-		d = 0
-	}
-	if d > lineageMaxLimit {
-		d = lineageMaxLimit
-	}
-	if s < 0 || d == 0 {
+	if d == 0 {
 		s = 0
-	}
-	if s > lineageMaxLimit {
-		s = lineageMaxLimit
 	}
 	lineageDepth, lineageStack = uint32(d), uint32(s)
 	h := &lineageABI

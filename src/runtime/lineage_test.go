@@ -5,12 +5,12 @@
 package runtime_test
 
 import (
-	"bytes"
 	"fmt"
 	"internal/testenv"
 	"os"
 	"reflect"
 	"runtime"
+	"runtime/testdata/lineageabi"
 	"strings"
 	"sync"
 	"testing"
@@ -22,10 +22,10 @@ import (
 // reader would: raw memory at the offsets the header publishes, never
 // runtime types. Only the header's address comes from the runtime.
 
-var lineageMagic = []byte{0x7f, 'G', 'o', 'L', 'i', 'n', 'e', 'a', 'g', 'e', 0, 0, 0xa5, 0x5a, 0xc3, 0x3c}
-
-func peek64(a uintptr) uint64 { return *(*uint64)(unsafe.Pointer(a)) }
-func peek32(a uintptr) uint32 { return *(*uint32)(unsafe.Pointer(a)) }
+var (
+	peek64 = lineageabi.P64
+	peek32 = lineageabi.P32
+)
 
 // linHdr holds the header fields a reader uses, by the v1 offsets.
 type linHdr struct {
@@ -43,7 +43,7 @@ type linHdr struct {
 func readLinHdr(t *testing.T) linHdr {
 	t.Helper()
 	a := runtime.LineageHeaderAddr()
-	if !bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(a)), 16), lineageMagic) {
+	if string(unsafe.Slice((*byte)(unsafe.Pointer(a)), 16)) != lineageabi.Magic {
 		t.Fatalf("bad magic")
 	}
 	if v := peek32(a + 16); v != 1 {

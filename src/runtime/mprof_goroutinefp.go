@@ -131,20 +131,7 @@ func savegFP(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 	if savegFPState(gp) != gfpOK {
 		return false
 	}
-	ok := savegFP1(gp, r, pcbuf)
-	if debug.fpunwindcheck != 0 {
-		if sc := getg().m.fpScratch; sc != nil {
-			var u unwinder
-			u.initAt(^uintptr(0), ^uintptr(0), 0, gp, unwindSilentErrors)
-			n := tracebackPCs(&u, 0, sc.slow[:debug.profstackdepth])
-			var fp []uintptr // a rejected walk counts as a mismatch
-			if ok {
-				fp = r.Stack
-			}
-			fpcheckRecord(fpcheckGoroutine, gp, fp, sc.slow[:n])
-		}
-	}
-	return ok
+	return savegFP1(gp, r, pcbuf)
 }
 
 func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {

@@ -96,16 +96,12 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 	depth := int(debug.profstackdepth) + 2
 	if !ok {
 		nstk := callers(4, mp.profStack[:depth])
-		if debug.fpunwindcheck != 0 {
-			nfp, _ := fpExpand(3, sc.phys[:n], sc.logic[:depth], false)
-			fpcheckRecord(fpcheckHeap, gp, sc.logic[:nfp], mp.profStack[:nstk])
-		}
 		return stkbucket(memProfile, size, mp.profStack[:nstk], true)
 	}
 	phys := sc.phys[:n]
 	h := fpStackHash(phys, size^mode<<1)
 	tab := (*memAliasHashArray)(memAliasHash.Load())
-	if tab != nil && debug.fpunwindcheck == 0 {
+	if tab != nil {
 		for a := (*memAlias)(tab[h%memAliasHashSize].Load()); a != nil; a = a.next {
 			if a.hash == h && a.size == size && a.mode == mode && eqslice(a.stk(), phys) {
 				if a.target != nil {
@@ -117,16 +113,13 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 		}
 	}
 
-	// Miss, or fpunwindcheck: expand and confirm with the slow unwinder.
+	// Miss: expand and confirm with the slow unwinder.
 	nfp, stopped := fpExpand(3, phys, sc.logic[:depth], false)
 	nstk := callers(4, mp.profStack[:depth])
 	same := eqslice(sc.logic[:nfp], mp.profStack[:nstk])
 	if nfp < depth && !stopped {
 		// The chain ended where the slow unwinder would not have.
 		same = false
-	}
-	if debug.fpunwindcheck != 0 {
-		fpcheckRecord(fpcheckHeap, gp, sc.logic[:nfp], mp.profStack[:nstk])
 	}
 	b := stkbucket(memProfile, size, mp.profStack[:nstk], true)
 	target := b

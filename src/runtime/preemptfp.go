@@ -23,21 +23,38 @@ import "internal/goarch"
 // asyncPreemptFPReady reports whether the function interrupted at ctxt's PC
 // has its frame record in place, with the frame pointer pointing at it.
 func asyncPreemptFPReady(ctxt *sigctxt) bool {
+	return asyncPreemptFPReadyAt(ctxt.sigpc(), ctxt.sigsp(), ctxt.sigfp())
+}
+
+// asyncPreemptFPReadyAt is asyncPreemptFPReady for a function interrupted
+// at pc with stack pointer sp and frame pointer fp.
+//
+// The record is in place when the frame is allocated (SP delta > 0) and fp
+// points at it. Both conditions are needed: on arm64, before the prologue
+// moves SP and after the epilogue has moved it back, the caller's frame
+// pointer is one word below SP as well (the caller's record is in place),
+// while the return address into the caller is only in LR, so a walk through
+// asyncPreempt's record would skip the caller. On amd64 the frame pointer
+// alone would do; the rule is the same on both.
+func asyncPreemptFPReadyAt(pc, sp, fp uintptr) bool {
 	if goarch.ArchFamily != goarch.AMD64 && goarch.ArchFamily != goarch.ARM64 {
 		return true
 	}
-	pc, sp := ctxt.sigpc(), ctxt.sigsp()
 	f := findfunc(pc)
 	if !f.valid() || funcMaxSPDelta(f) == 0 {
 		return true
 	}
+	delta := funcspdelta(f, pc)
+	if delta <= 0 {
+		return false
+	}
 	var want uintptr
 	if goarch.ArchFamily == goarch.AMD64 {
 		// The record is just below the return address.
-		want = sp + uintptr(funcspdelta(f, pc)) - goarch.PtrSize
+		want = sp + uintptr(delta) - goarch.PtrSize
 	} else {
 		// The record is one word below the SP of a set-up frame.
 		want = sp - goarch.PtrSize
 	}
-	return ctxt.sigfp() == want
+	return fp == want
 }

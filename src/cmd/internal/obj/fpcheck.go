@@ -44,9 +44,7 @@ import "internal/abi"
 // follow is marked NOFPCHECK; its comment must say why that is safe.
 
 // An FPEffect is what an instruction does to the frame-pointer register,
-// as far as CheckTopFrameFP is concerned. fpcheck's model of the same rule
-// (misc/internal/fprule, outside GOROOT) refines these three classes and
-// maps each of its effects to one of them.
+// as far as CheckTopFrameFP is concerned.
 type FPEffect uint8
 
 const (

@@ -5,11 +5,9 @@
 package main
 
 import (
-	"io"
 	"os"
 	"runtime"
-	"runtime/trace"
-	"sync"
+	"runtime/testdata/fpunwindwork"
 	"time"
 )
 
@@ -34,49 +32,17 @@ func FPUnwindCheck() {
 	runtime.MemProfileRate = 1
 	runtime.SetBlockProfileRate(1)
 	runtime.SetMutexProfileFraction(1)
-	trace.Start(io.Discard)
-	var mu sync.Mutex
-	// Contended unlocks, for the mutex profile.
-	for range 5 {
-		mu.Lock()
-		locked := make(chan bool)
-		go func() {
-			locked <- true
-			mu.Lock()
-			mu.Unlock()
-		}()
-		<-locked
-		time.Sleep(time.Millisecond)
-		fpuDeep(3, mu.Unlock)
+	if err := fpunwindwork.Contend(fpuDeep, func() { fpuSink = make([]byte, 64) }); err != nil {
+		panic(err)
 	}
-	ch := make(chan int)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fpuDeep(i*9, func() {
-				for j := range 20 {
-					fpuSink = make([]byte, 64)
-					mu.Lock()
-					time.Sleep(time.Microsecond)
-					mu.Unlock()
-					select {
-					case ch <- j:
-					case <-time.After(time.Microsecond):
-					}
-				}
-			})
-		}()
-	}
-	go func() {
-		for range ch {
-		}
-	}()
-	wg.Wait()
-	trace.Stop()
+	// A parked goroutine, for the goroutine profile.
+	parked, park := make(chan bool), make(chan bool)
+	go fpuDeep(5, func() { parked <- true; <-park })
+	<-parked
+	time.Sleep(10 * time.Millisecond)
 	p := make([]runtime.StackRecord, 100)
 	runtime.GoroutineProfile(p)
+	close(park)
 	if os.Getenv("FPUNWINDCHECK_EXIT") == "osexit" {
 		os.Exit(0)
 	}

@@ -4,75 +4,27 @@
 
 package main
 
-// A lineage ABI reader that knows nothing of the runtime: it finds the
-// header by its cookie in its own executable file (which may be stripped),
-// then reads its own memory through the header's offsets only.
+// A lineage ABI reader that knows nothing of the runtime
+// (runtime/testdata/lineageabi): it finds the header by its cookie in its
+// own executable file (which may be stripped), then reads its own memory
+// through the header's offsets only.
 
 import (
-	"bytes"
-	"debug/elf"
-	"encoding/binary"
 	"fmt"
-	"os"
 	"runtime"
+	"runtime/testdata/lineageabi"
 	"strings"
 	"syscall"
-	"unsafe"
 )
 
 func init() {
 	register("LineageStack", LineageStack)
 }
 
-var linMagic = []byte{0x7f, 'G', 'o', 'L', 'i', 'n', 'e', 'a', 'g', 'e', 0, 0, 0xa5, 0x5a, 0xc3, 0x3c}
-
-func lp64(a uintptr) uint64 { return *(*uint64)(unsafe.Pointer(a)) }
-func lp32(a uintptr) uint32 { return *(*uint32)(unsafe.Pointer(a)) }
-
-// linFindHeader returns the header's address from the ELF file alone.
-func linFindHeader() (uintptr, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return 0, err
-	}
-	f, err := elf.Open(exe)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	if f.Type != elf.ET_EXEC {
-		return 0, fmt.Errorf("SKIP: not a static-address executable (%v)", f.Type)
-	}
-	sec := f.Section(".noptrdata")
-	if sec == nil {
-		return 0, fmt.Errorf("no .noptrdata section")
-	}
-	data, err := sec.Data()
-	if err != nil {
-		return 0, err
-	}
-	var found []int
-	for off := 0; off+208 <= len(data); off += 8 {
-		if bytes.Equal(data[off:off+16], linMagic) {
-			found = append(found, off)
-		}
-	}
-	if len(found) != 1 {
-		return 0, fmt.Errorf("found %d cookies in .noptrdata", len(found))
-	}
-	h := data[found[0]:]
-	le := binary.LittleEndian
-	if v := le.Uint32(h[16:]); v != 1 {
-		return 0, fmt.Errorf("file header version %d", v)
-	}
-	if le.Uint64(h[32:]) != 0 || le.Uint32(h[28:]) != 0 {
-		return 0, fmt.Errorf("run-time fields not zero in the file")
-	}
-	if rs := le.Uint32(h[68:]); rs != 64 {
-		return 0, fmt.Errorf("file region_size %d", rs)
-	}
-	return uintptr(sec.Addr) + uintptr(found[0]), nil
-}
+var (
+	lp64 = lineageabi.P64
+	lp32 = lineageabi.P32
+)
 
 func LineageStack() {
 	if err := lineageStack(); err != nil {
@@ -88,13 +40,11 @@ func LineageStack() {
 
 //go:noinline
 func lineageStack() error {
-	h, err := linFindHeader()
+	hdr, err := lineageabi.FindInExecutable()
 	if err != nil {
 		return err
 	}
-	if lp64(h+32) != uint64(h) {
-		return fmt.Errorf("self %#x at %#x", lp64(h+32), h)
-	}
+	h := uintptr(hdr)
 	if flags := lp32(h + 28); flags&7 != 7 {
 		return fmt.Errorf("flags %#x, want READY|RECORDS|STACKS", flags)
 	}
@@ -119,19 +69,14 @@ func lineageLeaf(h uintptr, res chan error) {
 }
 
 func lineageCheckLeaf(h uintptr) error {
-	u := func(off uintptr) uintptr { return uintptr(lp32(h + off)) }
+	hdr := lineageabi.Header(h)
+	u := hdr.U
 	tid := uint64(syscall.Gettid())
-	var region uintptr
-	n := lp64(h + 48)
-	for r, i := uintptr(lp64(h+40)), uint64(0); r != 0 && i < n; r, i = uintptr(lp64(r+u(84))), i+1 {
-		if lp64(r+u(72))&1 == 0 && lp32(r+u(92)) != 0 && lp64(r+u(76)) == tid {
-			region = r
-		}
-	}
+	region := hdr.Region(tid)
 	if region == 0 {
 		return fmt.Errorf("no region for tid %d", tid)
 	}
-	if fs, ok, err := linThreadPointer(); err != nil {
+	if fs, ok, err := lineageabi.ThreadPointer(); err != nil {
 		return err
 	} else if lp32(h+28)&8 != 0 && ok {
 		// Register-only path: FS base + tls_g_offset -> g -> m -> region.

@@ -2,16 +2,16 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package main
+package lineageabi
 
 import (
 	"syscall"
 	"unsafe"
 )
 
-// linThreadPointer returns this thread's FS base, the thread pointer a
+// ThreadPointer returns this thread's FS base, the thread pointer a
 // register-only lineage reader starts from.
-func linThreadPointer() (uint64, bool, error) {
+func ThreadPointer() (uint64, bool, error) {
 	var fs uint64
 	const archGetFS = 0x1003
 	if _, _, e := syscall.RawSyscall(syscall.SYS_ARCH_PRCTL, archGetFS, uintptr(unsafe.Pointer(&fs)), 0); e != 0 {
