@@ -22,7 +22,7 @@ var excludes = []string{
 	"/src/cmd/internal/objabi/zbootstrap.go",
 	"/src/go/build/zcgo.go",
 	"/src/internal/buildcfg/zbootstrap.go",
-	"/src/runtime/internal/sys/zversion.go",
+	"/src/internal/runtime/sys/zversion.go",
 	"/src/time/tzdata/zzipdata.go",
 	"/VERSION.cache",
 	"/test/",
