@@ -117,7 +117,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("q", false, "do not copy the program's fpunwindcheck lines to stderr")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: fpcheck run [-timeout D] [-q] -- CMD ARGS...\n\n"+
-			"Runs CMD with GODEBUG=fpunwindcheck=1 added, copies its output, and checks the\n"+
+			"Runs CMD with GODEBUG=fpunwindcheck=2 added, copies its output, and checks the\n"+
 			"runtime's report of frame-pointer unwinds cross-checked against gentraceback.\n"+
 			"A crash, a timeout or a missing report is a failure.\n\n%s\nFlags:\n", exitText)
 		fs.PrintDefaults()
@@ -134,7 +134,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		defer bin.Close()
 	}
 	cmd := exec.Command(path, fs.Args()[1:]...)
-	cmd.Env = appendGODEBUG(os.Environ(), "fpunwindcheck=1")
+	cmd.Env = appendGODEBUG(os.Environ(), "fpunwindcheck=2")
 	cmd.Stdin, cmd.Stdout = os.Stdin, stdout
 	pipe, err := cmd.StderrPipe()
 	if err != nil {

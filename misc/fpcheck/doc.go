@@ -69,7 +69,7 @@
 //
 // # Dynamic modes
 //
-// fpcheck run appends fpunwindcheck=1 to GODEBUG, copies the program's
+// fpcheck run appends fpunwindcheck=2 to GODEBUG, copies the program's
 // output, and parses the runtime's report (see internal/runcheck): a line
 // per mismatch with the first differing frame symbolized, a table per site,
 // the total. A Go binary whose runtime has no such setting (no

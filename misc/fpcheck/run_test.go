@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-// fakeScript imitates a program run under GODEBUG=fpunwindcheck=1, so the
+// fakeScript imitates a program run under GODEBUG=fpunwindcheck=2, so the
 // runner can be tested without the runtime side. It is a shell script, not a
 // Go program: a Go binary built by the fork has a runtime that honours
-// GODEBUG=fpunwindcheck=1 and prints its own real report at exit (and on a
+// GODEBUG=fpunwindcheck=2 and prints its own real report at exit (and on a
 // panic), which would mix with the fake lines. The mode is FPCHECK_FAKE.
 const fakeScript = `#!/bin/sh
 echo "fake: GODEBUG=$GODEBUG"
@@ -99,7 +99,7 @@ func TestRunFake(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, all)
 				}
 			}
-			if !strings.Contains(stdout, "fake: GODEBUG=foo=1,fpunwindcheck=1") {
+			if !strings.Contains(stdout, "fake: GODEBUG=foo=1,fpunwindcheck=2") {
 				t.Errorf("GODEBUG not appended:\n%s", stdout)
 			}
 		})

@@ -28,7 +28,7 @@ var debugClampedVars = [...]struct {
 	name   string
 	lo, hi int32
 }{
-	{"fpunwindcheck", 0, 1},
+	{"fpunwindcheck", 0, 2},
 	{"goroutineprofilefpunwindoff", 0, 1},
 	{"lineage", 0, lineageMaxLimit},
 	{"lineagestack", 0, lineageMaxLimit},

@@ -40,7 +40,7 @@ func TestDebugClamp(t *testing.T) {
 		{"lineagestack=99999999999", "lineagestack", "64", "runtime: GODEBUG lineagestack=99999999999 is out of range 0 to 64; using 64"},
 		{"memprofilefpunwindoff=2", "memprofilefpunwindoff", "1", "runtime: GODEBUG memprofilefpunwindoff=2 is out of range 0 to 1; using 1"},
 		{"goroutineprofilefpunwindoff=-3", "goroutineprofilefpunwindoff", "0", "runtime: GODEBUG goroutineprofilefpunwindoff=-3 is out of range 0 to 1; using 0"},
-		{"fpunwindcheck=on", "fpunwindcheck", "0", "runtime: ignoring GODEBUG fpunwindcheck=on: want a decimal integer from 0 to 1"},
+		{"fpunwindcheck=on", "fpunwindcheck", "0", "runtime: ignoring GODEBUG fpunwindcheck=on: want a decimal integer from 0 to 2"},
 		// Upstream's settings keep upstream's parsing.
 		{"profstackdepth=abc", "profstackdepth", "128", ""},
 	} {

@@ -11,6 +11,7 @@ package runtime
 
 import (
 	"internal/goarch"
+	"internal/runtime/atomic"
 	"internal/runtime/sys"
 	"unsafe"
 )
@@ -279,11 +280,46 @@ func SetTraceFPUnwindOff(v int32) int32 {
 }
 
 // SetAsyncPreemptOff sets GODEBUG=asyncpreemptoff and returns the old value.
+//
+// The runtime otherwise reads the setting only at startup. A preemption
+// signal sent before a change to 1 and received after it is not
+// acknowledged: its M's signalPending stays set, so preemptM never signals
+// that M again, and a goroutine running there that only asynchronous
+// preemption can stop (a loop without stack-bound checks) can never be
+// suspended once the setting is back to 0. So each change clears
+// signalPending on every M; a signal that was still on its way is then
+// acknowledged by the handler or ignored, and a second one is harmless.
 func SetAsyncPreemptOff(v int32) int32 {
 	old := debug.asyncpreemptoff
 	debug.asyncpreemptoff = v
+	for mp := (*m)(atomic.Loadp(unsafe.Pointer(&allm))); mp != nil; mp = mp.alllink {
+		mp.signalPending.Store(0)
+	}
 	return old
 }
+
+// FPCheckPreemptSignalOff signals the calling thread for preemption while
+// asynchronous preemption is off (the handler then leaves the signal
+// unacknowledged), turns it back on with SetAsyncPreemptOff, and reports
+// whether the thread's M is still marked as having a signal pending, which
+// would keep preemptM from ever signalling it again.
+func FPCheckPreemptSignalOff() (stillPending bool) {
+	lockOSThread()
+	defer unlockOSThread()
+	old := SetAsyncPreemptOff(1)
+	mp := getg().m
+	preemptM(mp) // a signal to the own thread arrives before tgkill returns
+	SetAsyncPreemptOff(0)
+	stillPending = mp.signalPending.Load() != 0
+	SetAsyncPreemptOff(old)
+	return stillPending
+}
+
+// FPCheckNanotime is nanotime, for loops that must not gain a stack-bound
+// check (a synchronous safe point) by reading the clock.
+//
+//go:nosplit
+func FPCheckNanotime() int64 { return nanotime() }
 
 // AsyncPreemptFPReadyAt is the frame-record rule of asynchronous
 // preemption (preemptfp.go) for a function interrupted at pc, sp, fp.

@@ -157,11 +157,28 @@ func fpSpinFrameless(i int) int {
 	return i*7 + i>>3
 }
 
+// fpSpinLimit bounds how long fpSpin runs. testFPPreempt stops it after
+// about two seconds; when it cannot be stopped at all, the test goroutine
+// waits in FPCheckStopped on a system stack, holding its P, and neither
+// -test.timeout nor another goroutine can end the wait (with GOMAXPROCS=2
+// no P is left for them).
+const fpSpinLimit = 30 * time.Second
+
+// fpSpin loops until stop is set. After fpSpinLimit it sets gaveUp and
+// returns, so that the goroutine reaches the synchronous safe points on its
+// way out and a pending FPCheckStopped returns. The clock is read without a
+// stack-bound check, which would add a synchronous safe point to the loop.
+//
 //go:noinline
-func fpSpin(stop *atomic.Bool, started chan<- *runtime.G, frameless bool) {
+func fpSpin(stop, gaveUp *atomic.Bool, started chan<- *runtime.G, frameless bool) {
 	started <- runtime.Getg()
+	limit := runtime.FPCheckNanotime() + int64(fpSpinLimit)
 	x := 0
 	for i := 0; !stop.Load(); i++ {
+		if i&(1<<16-1) == 0 && runtime.FPCheckNanotime() > limit {
+			gaveUp.Store(true)
+			break
+		}
 		if frameless {
 			x += fpSpinFrameless(i)
 		} else {
@@ -239,16 +256,30 @@ func TestFPBoundaryPreemptRuleEveryPC(t *testing.T) {
 	}
 }
 
+// A test that turns asynchronous preemption off and on again must not leave
+// a preemption signal that arrived meanwhile marked as pending: preemptM
+// would never signal that M again, and TestFPBoundaryPreemptFrameless, whose
+// loop has no synchronous safe point, hung after TestFPBoundaryPreemptSync
+// under qemu-user.
+func TestFPBoundaryAsyncPreemptOffToggle(t *testing.T) {
+	if runtime.FPCheckPreemptSignalOff() {
+		t.Errorf("preemption signal received with asyncpreemptoff=1 still pending after asyncpreemptoff=0")
+	}
+}
+
 func testFPPreempt(t *testing.T, frameless, syncOnly bool) (nomit int) {
-	var stop atomic.Bool
+	var stop, gaveUp atomic.Bool
 	started := make(chan *runtime.G)
-	go fpSpin(&stop, started, frameless)
+	go fpSpin(&stop, &gaveUp, started, frameless)
 	gp := <-started
 	defer stop.Store(true)
 	nasync, nsync := 0, 0
 	deadline := time.Now().Add(2 * time.Second)
 	for i := 0; (i < 300 || (nasync == 0 && !syncOnly) || (nsync == 0 && syncOnly)) && time.Now().Before(deadline); i++ {
 		r, async, _ := runtime.FPCheckStopped(gp)
+		if gaveUp.Load() {
+			t.Fatalf("stop %d: spinning goroutine not stopped within %v: no synchronous safe point and no asynchronous preemption reached it", i, fpSpinLimit)
+		}
 		if async {
 			nasync++
 		} else {
@@ -308,13 +339,23 @@ func TestFPBoundarySyscall(t *testing.T) {
 // saved state (go.dev/issue/63630).
 func TestFPBoundaryAllGoroutines(t *testing.T) {
 	runtime.GC() // make sure the GC's goroutines exist and have parked
-	var wg sync.WaitGroup
+	var wg, grown sync.WaitGroup
 	ch := make(chan int)
 	for i := range 8 {
 		wg.Add(1)
-		go func() { defer wg.Done(); fpGrow(i * 10); <-ch }()
+		grown.Add(1)
+		go func() {
+			defer wg.Done()
+			fpGrow(i * 10)
+			grown.Done()
+			<-ch
+		}()
 	}
-	time.Sleep(10 * time.Millisecond)
+	// fpGrow's check and FPCheckAllGs's share static storage: under
+	// qemu-user a goroutine still in fpGrow after a fixed sleep overwrote
+	// the result for another goroutine.
+	grown.Wait()
+	time.Sleep(10 * time.Millisecond) // let them park
 	nsys := 0
 	runtime.FPCheckAllGs(func(goid uint64, sys bool, r runtime.FPCheck) {
 		if sys {

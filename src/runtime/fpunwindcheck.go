@@ -17,7 +17,11 @@
 // Output goes to stderr, each line starting with "fpunwindcheck: ": the
 // first 20 mismatches as they happen, and at exit (runtime exit hooks, so
 // both main returning and os.Exit) one line per site that ran and a total.
-// misc/fpcheck's "fpcheck run" reads these lines.
+// At level 1 the exit report is printed only if some unwind mismatched: a
+// fork-built compiler or linker run with the setting in the environment
+// stays silent, and the go command, which caches a tool's output and
+// replays it on later builds, has nothing to replay. Level 2 prints the
+// report always; misc/fpcheck's "fpcheck run" sets it and reads the lines.
 //
 // When the setting is off, each site costs one load and branch.
 
@@ -109,16 +113,26 @@ func fpunwindcheckRecord(site int, gp *g, fp, slow []uintptr) {
 
 // fpunwindcheckReport prints the per-site and total counts at exit.
 func fpunwindcheckReport() {
+	var checked, mismatches [fpunwindcheckNumSites]uint64
 	var total, bad uint64
+	for site := range fpunwindcheckNumSites {
+		checked[site] = fpunwindcheckStats.checked[site].Load()
+		mismatches[site] = fpunwindcheckStats.mismatches[site].Load()
+		total += checked[site]
+		bad += mismatches[site]
+	}
+	if bad == 0 && debug.fpunwindcheck < 2 {
+		// Nothing to report at level 1: a clean run stays silent, so
+		// that tools built by the fork (the compiler, run by the go
+		// command, which caches their output) print nothing extra.
+		return
+	}
 	printlock()
 	for site := range fpunwindcheckNumSites {
-		c, m := fpunwindcheckStats.checked[site].Load(), fpunwindcheckStats.mismatches[site].Load()
-		if c == 0 {
+		if checked[site] == 0 {
 			continue
 		}
-		total += c
-		bad += m
-		print("fpunwindcheck: site=", fpunwindcheckSiteNames[site], " checked=", c, " mismatches=", m, "\n")
+		print("fpunwindcheck: site=", fpunwindcheckSiteNames[site], " checked=", checked[site], " mismatches=", mismatches[site], "\n")
 	}
 	print("fpunwindcheck: checked=", total, " mismatches=", bad, "\n")
 	printunlock()

@@ -82,14 +82,18 @@ func TestFPUnwindCheck(t *testing.T) {
 	}
 }
 
-// TestFPUnwindCheckOutput checks the lines GODEBUG=fpunwindcheck=1 prints
-// at exit, which fpcheck run parses.
+// TestFPUnwindCheckOutput checks the lines GODEBUG=fpunwindcheck=2 prints
+// at exit, which fpcheck run parses, and that fpunwindcheck=1 prints
+// nothing when nothing mismatched.
 func TestFPUnwindCheckOutput(t *testing.T) {
 	if !fpArch() {
 		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
 	}
 	for _, exit := range []string{"return", "osexit"} {
-		out := runTestProg(t, "testprog", "FPUnwindCheck", "GODEBUG=fpunwindcheck=1", "FPUNWINDCHECK_EXIT="+exit)
+		if out := runTestProg(t, "testprog", "FPUnwindCheck", "GODEBUG=fpunwindcheck=1", "FPUNWINDCHECK_EXIT="+exit); strings.Contains(out, "fpunwindcheck:") {
+			t.Errorf("%s: fpunwindcheck=1 printed a report although nothing mismatched:\n%s", exit, out)
+		}
+		out := runTestProg(t, "testprog", "FPUnwindCheck", "GODEBUG=fpunwindcheck=2", "FPUNWINDCHECK_EXIT="+exit)
 		site := regexp.MustCompile(`(?m)^fpunwindcheck: site=(\w+) checked=(\d+) mismatches=(\d+)$`)
 		total := regexp.MustCompile(`(?m)^fpunwindcheck: checked=(\d+) mismatches=(\d+)$`)
 		seen := map[string]bool{}

@@ -1,5 +1,5 @@
 // Package runcheck parses the output of a program run with
-// GODEBUG=fpunwindcheck=1, in which the fork's runtime repeats every
+// GODEBUG=fpunwindcheck=2, in which the fork's runtime repeats every
 // frame-pointer unwind it performs for a profile or trace record with the
 // slow unwinder and compares the two.
 //

@@ -27,7 +27,7 @@ func fpuDeep(d int, f func()) {
 }
 
 // FPUnwindCheck runs code that records heap, goroutine, block, mutex and
-// trace stacks; run with GODEBUG=fpunwindcheck=1.
+// trace stacks; run with GODEBUG=fpunwindcheck=2 for the exit report.
 func FPUnwindCheck() {
 	runtime.MemProfileRate = 1
 	runtime.SetBlockProfileRate(1)
