@@ -183,7 +183,7 @@ func cleanEnv(extra ...string) []string {
 // goEnv is the environment for the built go command: clean, but keeping the
 // caller's module download settings (the misc module has dependencies).
 func (r *releaser) goEnv(p port, extra ...string) []string {
-	env := cleanEnv("GOTOOLCHAIN=local", "GOENV=off", "GOTELEMETRY=off",
+	env := cleanEnv("GOTOOLCHAIN=local", "GOENV=off",
 		"GOCACHE="+filepath.Join(r.goroot, "pkg", "obj", "go-build"),
 		"GOOS="+p.goos, "GOARCH="+p.goarch, "CGO_ENABLED=0")
 	for _, k := range []string{"GOPATH", "GOMODCACHE", "GOPROXY", "GONOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GOINSECURE"} {

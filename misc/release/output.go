@@ -162,7 +162,7 @@ func (r *releaser) checkArchives() error {
 				cmd = exec.Command(emu, append([]string{gocmd}, args...)...)
 			}
 			cmd.Dir = dir
-			cmd.Env = cleanEnv("GOTOOLCHAIN=local", "GOENV=off", "GOTELEMETRY=off")
+			cmd.Env = cleanEnv("GOTOOLCHAIN=local", "GOENV=off")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				return "", fmt.Errorf("%s %s: %v: %s", cmd.Path, strings.Join(args, " "), err, out)

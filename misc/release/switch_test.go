@@ -64,7 +64,7 @@ func newSwitchEnv(t *testing.T, dist string) *switchEnv {
 	s := &switchEnv{t: t, dir: filepath.Join(tmp, "hello"), tool: tool}
 	s.env = cleanEnv(
 		"GOPROXY=file://"+filepath.ToSlash(filepath.Join(dist, "proxy")),
-		"GONOSUMDB="+toolchainModule, "GOENV=off", "GOTELEMETRY=off", "GOFLAGS=",
+		"GONOSUMDB="+toolchainModule, "GOENV=off", "GOFLAGS=",
 		"GOPATH="+filepath.Join(tmp, "gopath"), "GOMODCACHE="+filepath.Join(tmp, "mod"),
 		"GOCACHE="+filepath.Join(tmp, "cache"))
 	os.MkdirAll(s.dir, 0o777)
