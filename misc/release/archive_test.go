@@ -224,3 +224,19 @@ func TestExtractTgz(t *testing.T) {
 		t.Errorf("../evil: err = %v, want a refusal", err)
 	}
 }
+
+func TestRemoveModuleCopies(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"src/a/go.mod", "src/a/_go.mod", "src/b/_go.mod", "src/go.mod"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o777)
+		os.WriteFile(filepath.Join(root, f), []byte("module x\n"), 0o644)
+	}
+	if err := removeModuleCopies(root); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]bool{"src/a/go.mod": true, "src/a/_go.mod": false, "src/b/_go.mod": true, "src/go.mod": true} {
+		if _, err := os.Stat(filepath.Join(root, f)); (err == nil) != want {
+			t.Errorf("%s: exists = %v, want %v", f, err == nil, want)
+		}
+	}
+}

@@ -82,8 +82,8 @@ func (r *releaser) release(stdout io.Writer) error {
 		name string
 		do   func() error
 	}{
-		{"make.bash -distpack", r.makeHost},
-		{"cross-compiling", r.crossPorts},
+		{"make.bash", r.makeHost},
+		{"packing the toolchain", r.pack},
 		{"building the fork's commands", r.buildCommands},
 		{"writing the output", r.writeOutput},
 		{"checking the archives", r.checkArchives},
@@ -206,8 +206,8 @@ func (r *releaser) runIn(dir string, env []string, name string, args ...string) 
 	return nil
 }
 
-// makeHost lays out the GOROOT and runs make.bash -distpack, unless the
-// build directory already holds a finished build of the same inputs.
+// makeHost lays out the GOROOT and runs make.bash, unless the build
+// directory already holds a finished build of the same inputs.
 func (r *releaser) makeHost() error {
 	inputs, err := exec.Command(filepath.Join(r.cfg.top, "fork"), "_inputs").Output()
 	if err != nil {
@@ -232,7 +232,7 @@ func (r *releaser) makeHost() error {
 		return err
 	}
 	env = cleanEnv("GOROOT_BOOTSTRAP=" + r.cfg.upstream)
-	if err := r.runIn(filepath.Join(r.goroot, "src"), env, "bash", "make.bash", "-distpack"); err != nil {
+	if err := r.runIn(filepath.Join(r.goroot, "src"), env, "bash", "make.bash"); err != nil {
 		return err
 	}
 	if err := r.readHost(); err != nil {
@@ -259,40 +259,63 @@ func (r *releaser) readHost() error {
 	return nil
 }
 
-// crossPorts builds and packs every port other than the host: the commands
-// cmd/dist would install, with cmd/dist's release flags, then cmd/distpack
-// with GOOS and GOARCH set, as make.bash -distpack does for a cross build.
-func (r *releaser) crossPorts() error {
+// pack runs cmd/distpack for every port, as make.bash -distpack does for the
+// host. Another port is first cross-compiled: the commands cmd/dist would
+// install, with cmd/dist's release flags; cmd/distpack then packs them when
+// run with GOOS and GOARCH set.
+func (r *releaser) pack() error {
+	if err := removeModuleCopies(r.goroot); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(r.distpackDir()); err != nil {
+		return err
+	}
 	distpack := filepath.Join(r.work, "distpack")
 	host := r.goEnv(r.host, "GOFLAGS="+releaseGOFLAGS)
 	if err := r.runIn(r.goroot, host, r.goCmd(), "build", "-o", distpack, "cmd/distpack"); err != nil {
 		return err
 	}
 	src := filepath.Join(r.distpackDir(), r.version+".src.tar.gz")
-	before, err := fileHash(src)
-	if err != nil {
-		return err
-	}
+	var first string
 	for _, p := range r.ports {
-		if p == r.host {
-			continue
-		}
-		env := r.goEnv(p, "GOFLAGS="+releaseGOFLAGS)
-		if err := r.runIn(r.goroot, env, r.goCmd(), append([]string{"install"}, distCommands...)...); err != nil {
-			return err
+		if p != r.host {
+			env := r.goEnv(p, "GOFLAGS="+releaseGOFLAGS)
+			if err := r.runIn(r.goroot, env, r.goCmd(), append([]string{"install"}, distCommands...)...); err != nil {
+				return err
+			}
 		}
 		if err := r.runIn(r.goroot, r.goEnv(p, "GOROOT="+r.goroot), distpack); err != nil {
 			return err
 		}
-	}
-	after, err := fileHash(src)
-	if err != nil {
-		return err
-	}
-	if before != after {
-		return fmt.Errorf("cmd/distpack wrote a different %s for a cross port; the source tree changed during the build", filepath.Base(src))
+		h, err := fileHash(src)
+		if err != nil {
+			return err
+		}
+		if first == "" {
+			first = h
+		} else if h != first {
+			return fmt.Errorf("cmd/distpack wrote a different %s for %s; the source tree changed during the build", filepath.Base(src), p.dash())
+		}
 	}
 	return nil
+}
+
+// removeModuleCopies deletes the _go.mod files that sit next to a go.mod. The
+// pristine GOROOT comes from the golang.org/toolchain module, in which
+// cmd/distpack renamed each go.mod to _go.mod, and the go command restored
+// go.mod beside it on download. Left in place, cmd/distpack's own renaming
+// would put two _go.mod entries in the module zip, which the go command
+// rejects ("multiple entries for file").
+func removeModuleCopies(goroot string) error {
+	return filepath.WalkDir(filepath.Join(goroot, "src"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "_go.mod" {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "go.mod")); err != nil {
+			return nil
+		}
+		return os.Remove(p)
+	})
 }
 
 func (r *releaser) distpackDir() string { return filepath.Join(r.goroot, "pkg", "distpack") }

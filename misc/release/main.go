@@ -4,12 +4,12 @@
 // GOPROXY.
 //
 // It lays out a fresh GOROOT from the repository (./fork apply), stamps its
-// VERSION with a time line, and runs upstream's make.bash -distpack there:
-// cmd/distpack writes the host's binary archive, the source archive and the
-// module files, with every mtime set to the VERSION time and every mode fixed.
-// Other ports are cross-compiled with the built toolchain, with the flags
-// cmd/dist uses for a release (-trimpath, no DWARF in cmd), and packed by the
-// same cmd/distpack run with GOOS and GOARCH set. The fork's commands,
+// VERSION with a time line, and runs upstream's make.bash there. Then
+// upstream's cmd/distpack packs each port, as make.bash -distpack does: the
+// binary archive, the source archive and the module files, with every mtime
+// set to the VERSION time and every mode fixed. A port other than the host is
+// first cross-compiled with the built toolchain, with the flags cmd/dist uses
+// for a release (-trimpath, no DWARF in cmd). The fork's commands,
 // fpcheck and golineage, are built from the misc module for each port and
 // added to pkg/tool/GOOS_GOARCH of the binary archive and the module zip, so
 // that `go tool fpcheck` runs them whichever way the toolchain was installed.
