@@ -34,9 +34,11 @@ func (s *switchEnv) run(gocmd, gotoolchain string, args ...string) string {
 	cmd := exec.Command(gocmd, args...)
 	cmd.Dir = s.dir
 	cmd.Env = append(s.env, "GOTOOLCHAIN="+gotoolchain)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr // "go: downloading go1.27.3-fpsafe1" and the like
+	out, err := cmd.Output()
 	if err != nil {
-		s.t.Fatalf("GOTOOLCHAIN=%s %s %s: %v\n%s", gotoolchain, gocmd, strings.Join(args, " "), err, out)
+		s.t.Fatalf("GOTOOLCHAIN=%s %s %s: %v\n%s%s", gotoolchain, gocmd, strings.Join(args, " "), err, out, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
 }
