@@ -14,6 +14,8 @@
 #
 # Usage: ./all.bash [STEP...]
 #   steps (default all): make check tools upstream cmdgo own stress arm64 bench callgrind
+#   opt-in step: release (./release.bash from scratch, then a stock go switches to the fork
+#   through dist/proxy and builds a module with it; long, so not in the default list)
 #   ARM64_COUNT=N: runs of each arm64 boundary test (default 200)
 set -uo pipefail
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,6 +24,7 @@ LOGS=${ALLBASH_LOGS:-goroot-logs}
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
 LOGS=$(cd "$LOGS" && pwd)
+STOCK_GO=${FPSAFE_STOCK_GO:-$(command -v go || echo /usr/local/go/bin/go)}
 export PATH=$TOP/goroot/bin:$PATH GOTOOLCHAIN=local
 unset GOROOT GOEXPERIMENT GOOS GOARCH GOFLAGS
 
@@ -87,6 +90,11 @@ want stress && step stress results bash misc/fpcheck/stress.bash "$TOP/goroot" 1
 want arm64 && step arm64 results bash misc/arm64test/run.bash -count "${ARM64_COUNT:-200}" "$TOP/goroot"
 want bench && step bench exit bash benchmarks/run.bash -quick -strict
 want callgrind && step callgrind results bash benchmarks/callgrind.bash -n 1 upstream fork
+switchcheck() {
+	(cd misc && FPSAFE_DIST="$TOP/dist" FPSAFE_STOCK_GO="$STOCK_GO" FPSAFE_NEWER_GO="$(cd .. && ./fork upstream)/bin/go" \
+		GOFLAGS=-mod=mod gotest -count=1 -run TestSwitchThroughProxy ./release)
+}
+want release && step release exit ./release.bash && step switch results switchcheck
 
 echo
 echo "##### all.bash summary ($(go version 2>/dev/null || echo "no toolchain"))"
