@@ -6,6 +6,7 @@ package runtime_test
 
 import (
 	"fmt"
+	"internal/platform"
 	"internal/testenv"
 	"os"
 	"reflect"
@@ -696,16 +697,28 @@ func TestLineageStrippedStack(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("test reads ELF")
 	}
-	exe, err := buildTestProg(t, "testprog", "-ldflags=-s -w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := runBuiltTestProg(t, exe, "LineageStack", "GODEBUG=lineagestack=16")
-	if strings.HasPrefix(out, "SKIP") {
-		t.Skip(out)
-	}
-	if out != "OK\n" {
-		t.Fatal(out)
+	// The reader finds the header in the file and adds the load bias of a
+	// position-independent executable (lineage ABI, section 2).
+	for _, flags := range [][]string{
+		{"-ldflags=-s -w"},
+		{"-buildmode=pie", "-ldflags=-s -w"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			if flags[0] == "-buildmode=pie" && !platform.BuildModeSupported(runtime.Compiler, "pie", runtime.GOOS, runtime.GOARCH) {
+				t.Skip("no PIE on", runtime.GOOS, runtime.GOARCH)
+			}
+			exe, err := buildTestProg(t, "testprog", flags...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := runBuiltTestProg(t, exe, "LineageStack", "GODEBUG=lineagestack=16")
+			if strings.HasPrefix(out, "SKIP") {
+				t.Skip(out)
+			}
+			if out != "OK\n" {
+				t.Fatal(out)
+			}
+		})
 	}
 }
 
@@ -719,5 +732,18 @@ func TestLineageCgoCallback(t *testing.T) {
 	out := runTestProg(t, "testprogcgo", "LineageCgoCallback")
 	if out != "OK\n" {
 		t.Fatal(out)
+	}
+	// A cgo PIE is linked externally, where the mapping that covers the
+	// header can be the read-only RELRO part: the reader's load bias must
+	// not depend on which mapping it looks at.
+	if !platform.BuildModeSupported(runtime.Compiler, "pie", runtime.GOOS, runtime.GOARCH) {
+		return
+	}
+	exe, err := buildTestProg(t, "testprogcgo", "-buildmode=pie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := runBuiltTestProg(t, exe, "LineageCgoCallback"); out != "OK\n" {
+		t.Fatalf("PIE: %s", out)
 	}
 }

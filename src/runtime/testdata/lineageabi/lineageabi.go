@@ -17,6 +17,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"unsafe"
 )
 
@@ -127,16 +128,21 @@ func FindInExecutable() (Header, error) {
 }
 
 func loadBias(exe string, f *elf.File) (uintptr, error) {
-	var first *elf.Prog
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			first = p
-			break
-		}
+	// The lineage ABI's rule (section 2): a mapping of the same file,
+	// matched by device and inode (not by path, which /proc/self/maps
+	// prints unquoted), whose file offset lies in a PT_LOAD segment gives
+	// bias = (map_start - map_offset) - (p_vaddr - p_offset).
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return 0, err
 	}
-	if first == nil {
-		return 0, fmt.Errorf("no PT_LOAD segment")
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, fmt.Errorf("no device and inode for %s", exe)
 	}
+	dev := uint64(st.Dev)
+	wantDev := fmt.Sprintf("%02x:%02x", (dev>>8)&0xfff|(dev>>32)&^0xfff, dev&0xff|(dev>>12)&^0xff)
+	wantIno := strconv.FormatUint(uint64(st.Ino), 10)
 	m, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return 0, err
@@ -145,14 +151,19 @@ func loadBias(exe string, f *elf.File) (uintptr, error) {
 	s := bufio.NewScanner(m)
 	for s.Scan() {
 		fl := strings.Fields(s.Text())
-		if len(fl) < 6 || fl[5] != exe {
+		if len(fl) < 6 || fl[3] != wantDev || fl[4] != wantIno {
 			continue
 		}
-		if o, _ := strconv.ParseUint(fl[2], 16, 64); o != first.Off&^0xfff {
+		off, err1 := strconv.ParseUint(fl[2], 16, 64)
+		start, err2 := strconv.ParseUint(strings.Split(fl[0], "-")[0], 16, 64)
+		if err1 != nil || err2 != nil {
 			continue
 		}
-		start, _ := strconv.ParseUint(strings.Split(fl[0], "-")[0], 16, 64)
-		return uintptr(start - first.Vaddr&^0xfff), nil
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && off >= p.Off&^0xfff && off < p.Off+p.Filesz {
+				return uintptr((start - off) - (p.Vaddr - p.Off)), nil
+			}
+		}
 	}
 	return 0, fmt.Errorf("executable not in /proc/self/maps")
 }
