@@ -61,8 +61,9 @@ func bpfScript(pid int, pf profileFlags, view *lineageabi.View) string {
 		sb.WriteString(view.BpftraceChain("curtask->thread.fsbase", "$u->r14"))
 	}
 	// The frame-pointer walk, in the program itself: bpftrace's ustack()
-	// symbolizes every frame in user space, which cost about 40% of a core
-	// at 99 Hz here; raw return addresses cost about 1%.
+	// symbolizes every frame in user space, which costs far more than
+	// reading raw return addresses (doc/benchmarks.md, "golineage sampling
+	// overhead").
 	sb.WriteString("\t$fp = $u->bp;\n")
 	for line := 0; line < walkFrames/8; line++ {
 		for i := 0; i < 8; i++ {

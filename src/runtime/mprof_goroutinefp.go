@@ -4,8 +4,8 @@
 
 // Frame-pointer unwinding for the goroutine profile.
 //
-// saveg records a goroutine's logical stack with gentraceback, about 100ns
-// a frame. For a goroutine that is not running, savegFP walks the frame
+// saveg records a goroutine's logical stack with gentraceback, which costs
+// a pcvalue lookup per frame. For a goroutine that is not running, savegFP walks the frame
 // pointers from gp.sched.bp (gp.syscallbp in a syscall) instead, and turns
 // the physical stack into the logical one through gstkCache, a lock-free
 // table from physical to logical stacks shared by all profiles: goroutines
