@@ -209,12 +209,14 @@ func (r *releaser) runIn(dir string, env []string, name string, args ...string) 
 // makeHost lays out the GOROOT and runs make.bash, unless the build
 // directory already holds a finished build of the same inputs.
 func (r *releaser) makeHost() error {
-	inputs, err := exec.Command(filepath.Join(r.cfg.top, "fork"), "_inputs").Output()
+	// What ./fork apply lays out: the committed series, new files and
+	// VERSION (with -dirty, uncommitted changes are not part of the key).
+	inputs, err := r.git("rev-parse", "HEAD:patches", "HEAD:src", "HEAD:VERSION")
 	if err != nil {
-		return fmt.Errorf("./fork _inputs: %w", err)
+		return fmt.Errorf("naming the build's inputs: %w", err)
 	}
 	stamp := filepath.Join(r.work, "make.done")
-	want := fmt.Sprintf("%s\ntime %s\ninputs %s", r.version, r.vtime, bytes.TrimSpace(inputs))
+	want := fmt.Sprintf("%s\ntime %s\ninputs %s", r.version, r.vtime, strings.Join(strings.Fields(inputs), " "))
 	if got, err := os.ReadFile(stamp); err == nil && string(got) == want {
 		r.logf("reusing the finished build in %s", r.goroot)
 		return r.readHost()
@@ -225,6 +227,11 @@ func (r *releaser) makeHost() error {
 	}
 	env := cleanEnv("FORK_WORK="+r.goroot, "FORK_UPSTREAM="+r.cfg.upstream)
 	if err := r.runIn(r.cfg.top, env, filepath.Join(r.cfg.top, "fork"), "apply"); err != nil {
+		return err
+	}
+	// The workflow tool's own bookkeeping is not part of the toolchain
+	// (distpack would pack it).
+	if err := os.Remove(filepath.Join(r.goroot, ".fork-state")); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	version := fmt.Sprintf("%s\ntime %s\n", r.version, r.vtime)
