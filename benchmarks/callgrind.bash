@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Instructions per op of a benchmarks/sched benchmark, upstream go1.27.3
+# Instructions per op of benchmarks/sched benchmarks, upstream go1.27.3
 # against the fork, counted by valgrind's callgrind: wall clock on a small
 # shared VM cannot resolve a few percent, instruction counts can. See
 # doc/benchmarks.md. Examples:
-#   benchmarks/callgrind.bash                         # CreateGoroutine/depth=20, 15 runs each
+#   benchmarks/callgrind.bash                         # both creation shapes, 15 runs each
 #   benchmarks/callgrind.bash -n 9 -bench CreateGoroutineChain
 #   benchmarks/callgrind.bash fork:lineage=0 fork:lineagestack=32 upstream:tracebackancestors=8
-# Each variant is TOOLCHAIN[:GODEBUG]; the default is "upstream fork".
+# Each variant is TOOLCHAIN[:GODEBUG]; the default is "upstream fork". The
+# default benchmarks are the two shapes of go statement: CreateGoroutine/depth=20
+# (g structs reused) and CreateGoroutineFanOut (a fresh g struct per go
+# statement); -bench names one (repeat it for more).
 # Per op = (Ir at 51000 ops - Ir at 1000 ops) / 50000, GOGC=off,
 # GODEBUG=asyncpreemptoff=1 (callgrind mishandles preemption signals),
 # -test.cpu=1. Prints each variant's per-op counts, sorted: runs fall in two
@@ -15,16 +18,18 @@ set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 runs=15
-bench='CreateGoroutine/depth=20'
+benches=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) runs=$2; shift 2 ;;
-	-bench) bench=$2; shift 2 ;;
+	-bench) benches+=("$2"); shift 2 ;;
 	-h|-help|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "callgrind.bash: unknown flag $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
 done
+[ ${#benches[@]} -gt 0 ] || benches=('CreateGoroutine/depth=20' 'CreateGoroutineFanOut')
+bench="${benches[*]}" # for the records written before the loop
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(upstream fork)
 for v in "${variants[@]}"; do
@@ -58,19 +63,21 @@ ir() {
 		awk '/Collected/ {print $4; found=1} END {exit !found}'
 }
 
-echo "$bench, instructions per op, $runs runs each"
-summary=()
-for v in "${variants[@]}"; do
-	tc=${v%%:*} setting=
-	[ "$tc" != "$v" ] && setting=${v#*:}
-	counts=()
-	for _ in $(seq "$runs"); do
-		a=$(ir "$tmp/$tc.test" "$setting" 51000) && b=$(ir "$tmp/$tc.test" "$setting" 1000) ||
-			{ echo "callgrind.bash: $v: the benchmark failed under valgrind" >&2; record fail "$v: the benchmark failed under valgrind"; exit 1; }
-		counts+=($(( (a - b) / 50000 )))
+for bench in "${benches[@]}"; do
+	echo "$bench, instructions per op, $runs runs each"
+	summary=()
+	for v in "${variants[@]}"; do
+		tc=${v%%:*} setting=
+		[ "$tc" != "$v" ] && setting=${v#*:}
+		counts=()
+		for _ in $(seq "$runs"); do
+			a=$(ir "$tmp/$tc.test" "$setting" 51000) && b=$(ir "$tmp/$tc.test" "$setting" 1000) ||
+				{ echo "callgrind.bash: $v: the benchmark failed under valgrind" >&2; record fail "$v: the benchmark failed under valgrind"; exit 1; }
+			counts+=($(( (a - b) / 50000 )))
+		done
+		sorted=$(printf '%s\n' "${counts[@]}" | sort -n | tr '\n' ' ')
+		printf '%-36s %s\n' "$v" "$sorted"
+		summary+=("$v: ${sorted% }")
 	done
-	sorted=$(printf '%s\n' "${counts[@]}" | sort -n | tr '\n' ' ')
-	printf '%-36s %s\n' "$v" "$sorted"
-	summary+=("$v: ${sorted% }")
+	record pass "instructions per op: $(IFS=';'; echo "${summary[*]}")"
 done
-record pass "instructions per op: $(IFS=';'; echo "${summary[*]}")"

@@ -99,6 +99,47 @@ func createBatches(n int) {
 
 const createBatch = 64
 
+// BenchmarkCreateGoroutineFanOut starts all b.N goroutines before any of
+// them can finish (they wait on a gate), so every go statement takes a g
+// struct that has never run a goroutine, as in a server's burst or a
+// fan-out: the g struct's first lineage record, not the reuse of one.
+func BenchmarkCreateGoroutineFanOut(b *testing.B) {
+	startParked(b.N)()
+}
+
+// startParked starts n goroutines that wait on a gate, and returns the
+// function that opens the gate and waits for all of them to finish.
+func startParked(n int) (release func()) {
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for range n {
+		go func() {
+			<-gate
+			wg.Done()
+		}()
+	}
+	return func() {
+		close(gate)
+		wg.Wait()
+	}
+}
+
+// BenchmarkParkedGoroutineMemory reports the memory the runtime obtains
+// from the OS per parked goroutine (memstats.Sys before and after starting
+// b.N goroutines blocked in a channel receive): the goroutine's g struct,
+// stack and, on the fork, its lineage record. ns/op is meaningless here.
+func BenchmarkParkedGoroutineMemory(b *testing.B) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	release := startParked(b.N)
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.Sys-before.Sys)/float64(b.N), "sys-B/goroutine")
+	b.ReportMetric(float64(after.OtherSys-before.OtherSys)/float64(b.N), "othersys-B/goroutine")
+	release()
+}
+
 // BenchmarkCreateGoroutineChain measures lineage bookkeeping across
 // generations: each op is a goroutine that starts the next one, so every
 // creation happens in a goroutine that is itself a descendant, up to b.N

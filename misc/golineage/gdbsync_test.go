@@ -30,6 +30,9 @@ func TestGDBConstantsMatchGo(t *testing.T) {
 		"TABLE_U32":        (lineageabi.OffRecStack-lineageabi.OffMaxDepth)/4 + 1,
 		"FLAG_READY":       lineageabi.FlagReady,
 		"REC_CGO_CALLBACK": lineageabi.RecCgoCallback,
+		"FLAG_REGISTRY":    lineageabi.FlagRegistry,
+		"OFF_REGISTRY":     lineageabi.OffRegistry,
+		"REGISTRY_END":     lineageabi.RegistryHeaderSize,
 	}
 	for name, w := range want {
 		v, ok := consts[name]

@@ -50,39 +50,72 @@ func gcore(t *testing.T, pid int) string {
 	return fmt.Sprintf("%s.%d", prefix, pid)
 }
 
-// goldenInput is the core every golden test reads, made once.
-var goldenInput struct {
+// sharedCore is a core of a fixture that several golden tests read, made
+// once: the tests run in sequence, and the first one's t makes the core; it
+// lives in tmpDir so that later tests can read it.
+type sharedCore struct {
 	once      sync.Once
 	exe, core string
-	skip, err string
+	err       string
 }
 
-func goldenCore(t *testing.T) (exe, core string) {
+func (c *sharedCore) get(t *testing.T, fixtureName string, env ...string) (exe, core string) {
 	t.Helper()
 	if runtime.GOARCH != "amd64" {
 		t.Skip("skipping: the golden files are recorded on linux/amd64")
 	}
-	goldenInput.once.Do(func() {
-		// The tests below run in sequence, and the first one's t makes the
-		// core; it lives in tmpDir so that later tests can read it.
-		exe := fixture(t, "blocked")
+	c.once.Do(func() {
+		exe := fixture(t, fixtureName)
 		requireABI(t, exe)
-		p := start(t, exe, "GODEBUG=lineagestack=8")
-		c := gcore(t, p.pid())
-		dst := filepath.Join(tmpDir, "golden.core")
-		if err := os.Rename(c, dst); err != nil {
-			goldenInput.err = err.Error()
+		p := start(t, exe, env...)
+		dump := gcore(t, p.pid())
+		dst := filepath.Join(tmpDir, fixtureName+".core")
+		if err := os.Rename(dump, dst); err != nil {
+			c.err = err.Error()
 			return
 		}
-		goldenInput.exe, goldenInput.core = exe, dst
+		c.exe, c.core = exe, dst
 	})
-	if goldenInput.err != "" {
-		t.Fatal(goldenInput.err)
+	if c.err != "" {
+		t.Fatal(c.err)
 	}
-	if goldenInput.core == "" {
-		t.Skip("skipping: no golden core (see the first golden test's log)")
+	if c.core == "" {
+		t.Skipf("skipping: no core of %s (see the first golden test's log)", fixtureName)
 	}
-	return goldenInput.exe, goldenInput.core
+	return c.exe, c.core
+}
+
+// goldenInput is the core of the blocked fixture.
+var goldenInput sharedCore
+
+func goldenCore(t *testing.T) (exe, core string) {
+	t.Helper()
+	return goldenInput.get(t, "blocked", "GODEBUG=lineagestack=8")
+}
+
+// coreOutput runs golineage on a core and returns its standard output.
+func coreOutput(t *testing.T, exe, core string, args ...string) string {
+	t.Helper()
+	out, stderr, code := tool(t, append(append(args, "--core", core), exe)...)
+	if code != 0 {
+		t.Fatalf("golineage %v: exit %d: %s", args, code, stderr)
+	}
+	return out
+}
+
+// readProfile parses a pprof file the profile command wrote.
+func readProfile(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prof, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prof
 }
 
 var goroot = sync.OnceValue(func() string {

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/pprof/profile"
 )
 
 // treeNode is what the fixture's runtime.Stack said of one goroutine.
@@ -146,15 +144,7 @@ func TestLineageCrossCheck(t *testing.T) {
 // below its goexit frame come exactly the program's created-by steps.
 func checkProfileLineage(t *testing.T, path string, nodes map[string]treeNode, leaves map[string]bool) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	prof, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := readProfile(t, path)
 	checked := 0
 	for _, s := range prof.Sample {
 		gs := s.NumLabel["goroutine"]
@@ -195,13 +185,19 @@ func sorted(m map[string][]string) []string {
 
 func runGDB(t *testing.T, args ...string) string {
 	t.Helper()
+	return runGDBCommand(t, "golineage-bt", args...)
+}
+
+// runGDBCommand runs one of the extension's commands in batch mode.
+func runGDBCommand(t *testing.T, command string, args ...string) string {
+	t.Helper()
 	if _, err := exec.LookPath("gdb"); err != nil {
 		t.Skip("skipping: gdb not installed (apt-get install gdb)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	script, _ := filepath.Abs("gdb/golineage.py")
-	cmdArgs := []string{"-batch", "-nx", "-ex", "source " + script, "-ex", "golineage-bt"}
+	cmdArgs := []string{"-batch", "-nx", "-ex", "source " + script, "-ex", command}
 	cmd := exec.CommandContext(ctx, "gdb", append(cmdArgs, args...)...)
 	cmd.Env = append(os.Environ(), "GOLINEAGE="+toolBinary(t)) // names frames of stripped binaries
 	var out bytes.Buffer

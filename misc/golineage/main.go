@@ -4,10 +4,20 @@
 //
 // Usage:
 //
-//	golineage stacks [-native] PID
-//	golineage stacks [-native] --core CORE EXE
-//	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf] PID
+//	golineage stacks [-native] [-all] PID
+//	golineage stacks [-native] [-all] --core CORE EXE
+//	golineage ps [-json] PID | --core CORE EXE
+//	golineage tree PID | --core CORE EXE
+//	golineage waits PID | --core CORE EXE
+//	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf] [-wall] PID
 //	golineage symbolize [-bias N] EXE
+//
+// ps, tree and waits list every goroutine, not only those running on a
+// thread: from the lineage ABI's registry, with its status, wait reason and
+// what it waits on (ps), under its creator (tree), or grouped with the other
+// goroutines blocked on the same channel or semaphore (waits). stacks -all
+// adds the stack of every goroutine that is not running, walked by frame
+// pointers from its saved sched.bp.
 //
 // symbolize resolves PCs read from standard input through EXE's pclntab, and
 // unwind walks one thread's frame pointers with memory served over the pipe,
@@ -32,10 +42,13 @@ import (
 )
 
 const usage = `usage:
-	golineage stacks [-native] PID
-	golineage stacks [-native] --core CORE EXE
+	golineage stacks [-native] [-all] PID
+	golineage stacks [-native] [-all] --core CORE EXE
+	golineage ps [-json] PID | --core CORE EXE
+	golineage tree PID | --core CORE EXE
+	golineage waits PID | --core CORE EXE
 	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf]
-	                  [-native] [-running] [-consistent] [-stats] PID
+	                  [-native] [-running] [-consistent] [-wall] [-stats] PID
 	golineage symbolize [-bias N] EXE < "PC [pc|ret|created]" lines
 	golineage unwind [-bias N] EXE   (memory served over stdin/stdout; for the gdb extension)
 	golineage help
@@ -99,6 +112,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "stacks":
 		err = cmdStacks(args[1:], stdout, stderr)
+	case "ps":
+		err = cmdPs(args[1:], stdout, stderr)
+	case "tree":
+		err = cmdTree(args[1:], stdout, stderr)
+	case "waits":
+		err = cmdWaits(args[1:], stdout, stderr)
 	case "profile":
 		err = cmdProfile(args[1:], stdout, stderr)
 	case "symbolize":

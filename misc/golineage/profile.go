@@ -32,6 +32,7 @@ type profileFlags struct {
 	running    bool
 	stats      bool
 	consistent bool
+	wall       bool
 
 	stdout, stderr io.Writer // where the command writes
 }
@@ -48,6 +49,7 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	fl.BoolVar(&pf.running, "running", false, "keep only samples of threads that were running (a CPU profile)")
 	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times to standard error")
 	fl.BoolVar(&pf.consistent, "consistent", false, "stop all threads together for each sample (a snapshot consistent across threads; costs the target more)")
+	fl.BoolVar(&pf.wall, "wall", false, "wall-clock profile of every goroutine, running or not (from the goroutine registry; implies -consistent; use a low -hz)")
 	if err := parseFlags(fl, args, stderr); err != nil {
 		return err
 	}
@@ -65,6 +67,12 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	}
 	if pf.collector != "ptrace" && pf.collector != "bpf" {
 		return usageError{fmt.Sprintf("-collector %q: want ptrace or bpf", pf.collector)}
+	}
+	if pf.wall && (pf.collector != "ptrace" || pf.native || pf.running) {
+		return usageError{"-wall needs the ptrace collector and the lineage ABI; it cannot be combined with -native or -running"}
+	}
+	if pf.wall {
+		pf.consistent = true
 	}
 	pid, err := parsePID(fl.Arg(0))
 	if err != nil {
@@ -210,7 +218,12 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 				var n int
 				window, err = tr.StopOnThread(pid, pf.running, func(st *target.Stopped) {
 					snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi}
-					samples = sampleThreads(snap, loadViewOrNil(snap), pf.running)
+					view := loadViewOrNil(snap)
+					samples = sampleThreads(snap, view, pf.running)
+					if pf.wall {
+						samples = goroutineSamples(samples)
+						samples = append(samples, sampleParked(snap, view, samples)...)
+					}
 					n = len(st.Threads)
 				})
 				// Every thread was held for the whole window.
@@ -300,6 +313,50 @@ func sampleThreads(snap *snapshot, view *lineageabi.View, runningOnly bool) []pp
 			}
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// goroutineSamples keeps the samples of threads that run a goroutine: a
+// wall-clock profile is of goroutines, not of idle threads.
+func goroutineSamples(samples []pprofout.Sample) []pprofout.Sample {
+	out := samples[:0]
+	for _, s := range samples {
+		if s.Goid != 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sampleParked samples every goroutine that is not on a thread (onThreads
+// holds the samples of those that are), from the goroutine registry,
+// walking each stack from its saved sched.bp (or its syscall state), while
+// the target is stopped.
+func sampleParked(snap *snapshot, view *lineageabi.View, onThreads []pprofout.Sample) []pprofout.Sample {
+	if view == nil || view.Reg == nil {
+		return nil
+	}
+	sampled := map[uint64]bool{}
+	for _, s := range onThreads {
+		sampled[s.Goid] = true
+	}
+	gs, _, err := view.Goroutines()
+	if err != nil {
+		return nil
+	}
+	var out []pprofout.Sample
+	for _, g := range gs {
+		regs, ok := savedRegs(g)
+		if !ok || sampled[g.Goid] {
+			continue // running, or in a system call on its thread: sampled with the thread
+		}
+		walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
+		st := lineageabi.StatusName(g.Status)
+		if g.WaitReason != "" {
+			st = g.WaitReason
+		}
+		out = append(out, pprofout.Sample{Goid: g.Goid, PCs: walk.PCs, Lineage: lineageabi.Chain(g.Record), State: st})
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"strings"
 
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
@@ -24,6 +23,7 @@ type snapshot struct {
 	threads []target.Thread
 	mem     target.Mem
 	abi     *lineageabi.ABI // nil when only native stacks are wanted
+	live    bool            // a stopped live process (not a core)
 	// warnings about the input (a truncated core); they make the exit
 	// status non-zero after the output.
 	warnings []string
@@ -32,64 +32,47 @@ type snapshot struct {
 func cmdStacks(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("stacks", flag.ContinueOnError)
 	native := fl.Bool("native", false, "print native stacks only (allowed for binaries without the lineage ABI)")
+	all := fl.Bool("all", false, "also print every goroutine that is not running, from the goroutine registry")
 	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
 	if err := parseFlags(fl, args, stderr); err != nil {
 		return err
 	}
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	if *core != "" {
-		if fl.NArg() != 1 {
-			return usageError{"stacks --core CORE EXE: need exactly one EXE"}
-		}
-		snap, closer, err := openCore(*core, fl.Arg(0), *native, stderr)
-		if err != nil {
-			return err
-		}
-		defer closer()
-		if err := writeThreads(w, snap, collect(snap)); err != nil {
-			return err
-		}
-		if len(snap.warnings) > 0 {
-			return fmt.Errorf("%s: %s", *core, strings.Join(snap.warnings, "; "))
-		}
-		return nil
+	if *all && *native {
+		return usageError{"stacks: -all needs the lineage ABI; it cannot be combined with -native"}
 	}
-	if fl.NArg() != 1 {
-		return usageError{"stacks: need exactly one PID"}
-	}
-	pid, err := parsePID(fl.Arg(0))
+	ta, err := parseTarget("stacks", fl, *core)
 	if err != nil {
 		return err
 	}
-	bin, err := openLive(pid)
-	if err != nil {
-		return err
-	}
-	defer bin.Close()
-	abi, err := findABI(bin, *native)
-	if err != nil {
-		return err
-	}
-	tr := target.NewTracer()
-	defer tr.Close()
-	auxv, err := target.ReadAuxv(pid)
-	if err != nil {
-		return fmt.Errorf("process %d: %w", pid, err)
-	}
-	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
-	if err != nil {
-		return err
-	}
-	var threads []stack.Thread
-	_, err = tr.Stop(pid, true, func(st *target.Stopped) {
-		snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi}
-		threads = collect(snap)
+	var (
+		snap    *snapshot
+		threads []stack.Thread
+		set     *goroutineSet
+		serr    error
+	)
+	werr := withSnapshot(ta, *native, stderr, func(s *snapshot) {
+		snap, threads = s, collect(s)
+		if *all {
+			set, serr = collectGoroutines(s, threads)
+		}
 	})
-	if err != nil {
+	if snap == nil {
+		return werr
+	}
+	w := bufio.NewWriter(stdout)
+	if err := writeThreads(w, snap, threads); err != nil {
 		return err
 	}
-	return writeThreads(w, &snapshot{bin: bin, bias: bias}, threads)
+	if set != nil {
+		set.writeStacks(w)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	return werr
 }
 
 func writeThreads(w *bufio.Writer, snap *snapshot, threads []stack.Thread) error {

@@ -4,6 +4,11 @@
 #
 #   (gdb) source misc/golineage/gdb/golineage.py
 #   (gdb) golineage-bt
+#   (gdb) golineage-ps
+#   (gdb) golineage-tree
+#
+# golineage-ps and golineage-tree list every goroutine, from the ABI's
+# registry (section 13), as `golineage ps` and `golineage tree` do.
 #
 # Native frames come from gdb's own unwinder. Lineage comes only from the
 # goroutine lineage ABI, version 1 (doc/lineage-abi.md): the header is found
@@ -36,6 +41,9 @@ OFF_SELF = 32  # self, regions, nregions: u64 each
 OFF_MAX_DEPTH = 56  # max_depth .. off_rec_stack: TABLE_U32 u32 fields
 TABLE_U32 = 25
 FLAG_READY = 1
+FLAG_REGISTRY = 16
+OFF_REGISTRY = 208  # registry fields (section 13), if header_size >= REGISTRY_END
+REGISTRY_END = 352
 REC_CGO_CALLBACK = 8
 RETRIES = 3
 
@@ -98,6 +106,17 @@ class Header(object):
          self.c_nanc, self.c_nstk, self.c_flags, self.c_depth, self.c_anc,
          self.anc_size, self.a_goid, self.a_startpc, self.a_gopc,
          self.c_stack) = struct.unpack_from("<%dI" % TABLE_U32, b, OFF_MAX_DEPTH)
+        self.registry = None
+        if self.header_size >= REGISTRY_END and len(b) >= REGISTRY_END and self.flags & FLAG_REGISTRY:
+            r = {}
+            r["blocks"], r["nblocks"] = struct.unpack_from("<QQ", b, OFF_REGISTRY)
+            names = ("blk_hdr", "b_next", "b_nrec", "b_used", "r_g", "g_goid", "g_status", "g_trans",
+                     "g_wait", "g_since", "g_sched_sp", "g_sched_pc", "g_sched_bp", "g_sys_sp", "g_sys_pc",
+                     "g_sys_bp", "g_lo", "g_hi", "g_waiting", "s_waitlink", "s_elem", "s_c", "s_isselect", "scan")
+            r.update(zip(names, struct.unpack_from("<%dI" % len(names), b, OFF_REGISTRY + 16)))
+            r["status_map"] = b[OFF_REGISTRY + 112:OFF_REGISTRY + 128]
+            r["reasons"], r["nreasons"], r["strsize"] = struct.unpack_from("<QII", b, OFF_REGISTRY + 128)
+            self.registry = r
 
 
 class Lineage(object):
@@ -114,6 +133,8 @@ class Lineage(object):
             bias = self._auxv_entry() - entry
         self.addr = vaddr + bias
         h = Header(self.read(self.addr, HEADER_V1))
+        if h.header_size >= REGISTRY_END:
+            h = Header(self.read(self.addr, REGISTRY_END))
         if not h.flags & FLAG_READY:
             raise LineageError("lineage header not initialized yet (runtime still starting)")
         if h.self_addr != self.addr:
@@ -188,6 +209,72 @@ class Lineage(object):
             return 0, []
         rec = self.record(reg[2])
         return rec["goid"], chain(rec)
+
+
+STATUS_NAMES = ["idle", "runnable", "running", "syscall", "waiting", "dead", "copystack", "preempted", "leaked"]
+
+
+def goroutines(lin):
+    """Every goroutine of the registry: dicts with goid, parent, status,
+    reason, startpc, ancestors (goids), newest first."""
+    r = lin.h.registry
+    if r is None:
+        raise LineageError("the target publishes no goroutine registry (an older fork toolchain, or GODEBUG=lineage=0)")
+    out = []
+    b, n, seen = r["blocks"], 0, set()
+    while b:
+        if n >= r["nblocks"] or b in seen:
+            raise LineageError("goroutine registry: block list longer than its count (corrupt memory?)")
+        seen.add(b)
+        hdr = lin.read(b, r["blk_hdr"])
+        nrec, used = _u32(hdr, r["b_nrec"]), _u32(hdr, r["b_used"])
+        if used > nrec:
+            raise LineageError("registry block %#x: %d of %d records used" % (b, used, nrec))
+        for i in range(used):
+            addr = b + r["blk_hdr"] + i * lin.h.record_size
+            if _u64(lin.read(addr + lin.h.c_seq, 8), 0) == 0:
+                continue
+            g = _u64(lin.read(addr + r["r_g"], 8), 0)
+            st = _u32(lin.read(g + r["g_status"], 4), 0) & ~r["scan"]
+            code = r["status_map"][st] if st < 16 else 255
+            status = STATUS_NAMES[code] if code < len(STATUS_NAMES) else "unknown"
+            if status in ("dead", "idle"):
+                continue
+            rec = lin.record(addr)
+            reason = ""
+            if status == "waiting":
+                idx = lin.read(g + r["g_wait"], 1)[0]
+                if idx < r["nreasons"]:
+                    e = lin.read(r["reasons"] + idx * r["strsize"], 16)
+                    p, ln = _u64(e, 0), _u64(e, 8)
+                    if ln < 256:
+                        reason = lin.read(p, ln).decode("utf-8", "replace")
+            out.append({"goid": _u64(lin.read(g + r["g_goid"], 8), 0), "parent": rec["parent"],
+                        "status": reason or status, "startpc": rec["startpc"],
+                        "ancestors": [a[0] for a in rec["anc"]], "anc": rec["anc"]})
+        b = _u64(hdr, r["b_next"])
+        n += 1
+    return sorted(out, key=lambda g: g["goid"])
+
+
+def goroutines_or_report():
+    """goroutines() of the current inferior, or None after printing why not."""
+    try:
+        return goroutines(Lineage())
+    except LineageError as e:
+        print("golineage: %s" % e)
+        return None
+
+
+def func_name(pc):
+    """Name of the function at an entry PC, through gdb or the pclntab."""
+    if not pc:
+        return "?"
+    name = physical_function(pc)
+    if name is not None:
+        return print_name(name)
+    fr = pclntab().frames(pc, "pc")
+    return fr[-1][0] if fr else "?? pc=%#x" % pc
 
 
 def chain(rec):
@@ -499,3 +586,67 @@ the creation stack when the runtime recorded one."""
 
 
 GoLineageBt()
+
+
+class GoLineagePs(gdb.Command):
+    """List every goroutine, running or not, from the lineage ABI's registry.
+
+Usage: golineage-ps
+One line per goroutine: goid, creator's goid, status or wait reason, and
+the goroutine's function, as `golineage ps` prints them."""
+
+    def __init__(self):
+        super(GoLineagePs, self).__init__("golineage-ps", gdb.COMMAND_STACK)
+
+    def invoke(self, arg, from_tty):
+        gs = goroutines_or_report()
+        if gs is None:
+            return
+        pclntab().prefetch([(g["startpc"], "pc") for g in gs if g["startpc"]])
+        print("%-7s %-7s %-28s %s" % ("GOID", "PARENT", "STATE", "FUNCTION"))
+        for g in gs:
+            print("%-7d %-7d %-28s %s" % (g["goid"], g["parent"], g["status"], func_name(g["startpc"])))
+
+
+class GoLineageTree(gdb.Command):
+    """Print every goroutine under the goroutine that created it.
+
+Usage: golineage-tree
+Creators that have exited are printed from their descendants' ancestor
+entries and marked [exited], as `golineage tree` does."""
+
+    def __init__(self):
+        super(GoLineageTree, self).__init__("golineage-tree", gdb.COMMAND_STACK)
+
+    def invoke(self, arg, from_tty):
+        gs = goroutines_or_report()
+        if gs is None:
+            return
+        live = dict((g["goid"], g) for g in gs)
+        exited, parent_of, kids = {}, {}, {}
+        for g in gs:
+            child = g["goid"]
+            for goid, startpc, _ in g["anc"]:
+                if goid not in live:
+                    exited[goid] = startpc
+                if child not in parent_of and goid:
+                    parent_of[child] = goid
+                    kids.setdefault(goid, []).append(child)
+                child = goid
+        pclntab().prefetch([(pc, "pc") for pc in [g["startpc"] for g in gs] + list(exited.values()) if pc])
+
+        def name(goid):
+            return func_name(live[goid]["startpc"] if goid in live else exited.get(goid, 0))
+
+        def walk(goid, depth):
+            state = live[goid]["status"] if goid in live else "exited"
+            print("%sgoroutine %d [%s] %s" % ("  " * depth, goid, state, name(goid)))
+            for k in sorted(kids.get(goid, []), key=lambda k: (name(k), k)):
+                walk(k, depth + 1)
+
+        for root in sorted(set(list(live) + list(exited)) - set(parent_of)):
+            walk(root, 0)
+
+
+GoLineagePs()
+GoLineageTree()

@@ -22,6 +22,12 @@ type Func struct {
 	b          *Binary
 }
 
+// FuncIDWrapper is internal/abi.FuncIDWrapper of go1.27 (the fork's
+// release): compiler-generated code (method and go/defer statement
+// wrappers) that the runtime's tracebacks leave out. FuncIDs are renumbered
+// between releases, so it is meaningful only for binaries of that release.
+const FuncIDWrapper = 23
+
 func (f *Func) TopFrame() bool { return f.Flag&FlagTopFrame != 0 }
 func (f *Func) SPWrite() bool  { return f.Flag&FlagSPWrite != 0 }
 func (f *Func) Asm() bool      { return f.Flag&FlagAsm != 0 }

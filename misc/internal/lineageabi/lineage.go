@@ -229,12 +229,14 @@ type View struct {
 	mem     Mem
 	regions map[uint64]uint64 // tid -> region address (active regions)
 	Note    string            // why the view is empty, if it is
+	Reg     *Registry         // nil if the target publishes no registry
+	reasons map[uint8]string  // wait reason strings read so far
 }
 
 // Load reads the header and the region registry from the target's memory.
 func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 	addr := a.Addr + bias
-	buf := make([]byte, max(a.Static.HeaderSize, HeaderSize))
+	buf := make([]byte, min(max(a.Static.HeaderSize, HeaderSize), RegistryHeaderSize))
 	if err := mem.ReadAt(buf, addr); err != nil {
 		return nil, fmt.Errorf("reading the lineage header at %#x: %v", addr, err)
 	}
@@ -249,6 +251,9 @@ func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 		return nil, err
 	}
 	v := &View{H: h, Addr: addr, mem: mem, regions: map[uint64]uint64{}}
+	if v.Reg, err = parseRegistry(h, buf); err != nil {
+		return nil, err
+	}
 	if h.Flags&FlagRecords == 0 {
 		v.Note = "lineage records are off in this process (GODEBUG=lineage=0)"
 	}

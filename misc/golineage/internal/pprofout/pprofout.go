@@ -24,6 +24,7 @@ type Sample struct {
 	Goid    uint64
 	PCs     []uint64 // PCs[0] exact, the rest return addresses
 	Lineage []stack.Ancestor
+	State   string // what a goroutine not on a thread was doing (wall profiles)
 }
 
 // Builder accumulates samples.
@@ -130,10 +131,15 @@ func (b *Builder) Profile() *profile.Profile {
 			}
 			sl = append(sl, loc)
 		}
-		ps := &profile.Sample{Location: sl, Value: []int64{1, b.period.Nanoseconds()},
-			NumLabel: map[string][]int64{"thread": {int64(s.TID)}}}
+		ps := &profile.Sample{Location: sl, Value: []int64{1, b.period.Nanoseconds()}, NumLabel: map[string][]int64{}}
+		if s.TID != 0 {
+			ps.NumLabel["thread"] = []int64{int64(s.TID)}
+		}
 		if s.Goid != 0 {
 			ps.NumLabel["goroutine"] = []int64{int64(s.Goid)}
+		}
+		if s.State != "" {
+			ps.Label = map[string][]string{"state": {s.State}}
 		}
 		p.Sample = append(p.Sample, ps)
 	}

@@ -18,6 +18,7 @@ type Loc struct {
 	Offset  uint64 // PC minus function entry (physical frames only)
 	Inlined bool
 	Signal  bool // first frame interrupted by a signal (below a signal frame)
+	Wrapper bool // compiler-generated wrapper, which Go tracebacks leave out
 }
 
 // Symbolize expands walked PCs into logical frames, innermost first. The first
@@ -32,7 +33,7 @@ func Symbolize(bin *gobin.Binary, bias uint64, pcs []uint64, firstIsRet bool) []
 			continue
 		}
 		for _, f := range fr {
-			l := Loc{PC: pc, Func: f.Func, File: f.File, Line: f.Line, Inlined: f.Inlined}
+			l := Loc{PC: pc, Func: f.Func, File: f.File, Line: f.Line, Inlined: f.Inlined, Wrapper: f.FuncID == gobin.FuncIDWrapper}
 			if !f.Inlined {
 				l.Offset = pc - bias - f.Entry
 			}

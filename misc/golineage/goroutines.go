@@ -1,0 +1,512 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/lineageabi"
+	"golang.org/x/sys/unix"
+)
+
+// Every goroutine of a process or core, from the lineage registry
+// (doc/lineage-abi.md, section 13): ps lists them, tree shows who created
+// whom, waits groups them by what they wait on, and stacks -all prints the
+// stack of each one, walked by frame pointers from its saved sched.bp.
+
+// goroutine is one goroutine as the commands print it.
+type goroutine struct {
+	lineageabi.Goroutine
+	TID     int           // thread running it, 0 if none
+	Wait    time.Duration // how long it has waited, if known (live targets)
+	Frames  []stack.Loc   // its stack, innermost first
+	Stop    string        // why the stack walk ended early
+	Lineage []stack.Ancestor
+}
+
+// goroutineSet is what one stopped target shows.
+type goroutineSet struct {
+	snap *snapshot
+	gs   []goroutine
+	torn int    // records that kept changing (live targets only)
+	note string // why the set is empty or partial
+}
+
+// targetArgs parses "PID" or "--core CORE EXE" for the goroutine commands.
+type targetArgs struct {
+	pid       int
+	core, exe string
+}
+
+func parseTarget(cmd string, fl *flag.FlagSet, core string) (targetArgs, error) {
+	if core != "" {
+		if fl.NArg() != 1 {
+			return targetArgs{}, usageError{cmd + " --core CORE EXE: need exactly one EXE"}
+		}
+		return targetArgs{core: core, exe: fl.Arg(0)}, nil
+	}
+	if fl.NArg() != 1 {
+		return targetArgs{}, usageError{cmd + ": need exactly one PID (or --core CORE EXE)"}
+	}
+	pid, err := parsePID(fl.Arg(0))
+	return targetArgs{pid: pid}, err
+}
+
+// withSnapshot holds the target still (stops every thread of a live
+// process, or opens a core) and runs f on it. Warnings about the input (a
+// truncated core) come back as an error after f ran.
+func withSnapshot(ta targetArgs, native bool, stderr io.Writer, f func(snap *snapshot)) error {
+	if ta.core != "" {
+		snap, closer, err := openCore(ta.core, ta.exe, native, stderr)
+		if err != nil {
+			return err
+		}
+		defer closer()
+		f(snap)
+		if len(snap.warnings) > 0 {
+			return fmt.Errorf("%s: %s", ta.core, strings.Join(snap.warnings, "; "))
+		}
+		return nil
+	}
+	bin, err := openLive(ta.pid)
+	if err != nil {
+		return err
+	}
+	defer bin.Close()
+	abi, err := findABI(bin, native)
+	if err != nil {
+		return err
+	}
+	auxv, err := target.ReadAuxv(ta.pid)
+	if err != nil {
+		return fmt.Errorf("process %d: %w", ta.pid, err)
+	}
+	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
+	if err != nil {
+		return err
+	}
+	tr := target.NewTracer()
+	defer tr.Close()
+	_, err = tr.Stop(ta.pid, true, func(st *target.Stopped) {
+		f(&snapshot{bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi, live: true})
+	})
+	return err
+}
+
+// collectGoroutines reads every goroutine of a stopped target, with its
+// stack and lineage. The running ones get their thread's stack.
+func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, error) {
+	view, err := loadView(snap)
+	if err != nil {
+		return nil, err
+	}
+	set := &goroutineSet{snap: snap, note: view.Note}
+	gs, torn, err := view.Goroutines()
+	if err != nil {
+		return nil, err
+	}
+	set.torn = torn
+	onThread := map[uint64]stack.Thread{}
+	for _, t := range threads {
+		if t.Goid != 0 {
+			onThread[t.Goid] = t
+		}
+	}
+	var now int64
+	if snap.live {
+		var ts unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+			now = ts.Nano()
+		}
+	}
+	for _, g := range gs {
+		out := goroutine{Goroutine: g, Lineage: lineageabi.Chain(g.Record)}
+		if t, ok := onThread[g.Goid]; ok {
+			out.TID, out.Frames, out.Stop = t.TID, t.Frames, t.Stop
+		} else if regs, ok := savedRegs(g); ok {
+			walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
+			out.Frames, out.Stop = elideWrappers(stack.SymbolizeWalk(snap.bin, snap.bias, walk)), walk.Stop
+		}
+		if g.Status == lineageabi.StatusWaiting && g.WaitSince > 0 && now > g.WaitSince {
+			out.Wait = time.Duration(now - g.WaitSince)
+		}
+		set.gs = append(set.gs, out)
+	}
+	sort.Slice(set.gs, func(i, j int) bool { return set.gs[i].Goid < set.gs[j].Goid })
+	return set, nil
+}
+
+// elideWrappers drops compiler-generated wrappers (go statement and method
+// wrappers), as the runtime's own goroutine dump does, so that a goroutine
+// reads the same from outside as from inside.
+func elideWrappers(locs []stack.Loc) []stack.Loc {
+	out := locs[:0]
+	for _, l := range locs {
+		if !l.Wrapper {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// savedRegs gives the registers a goroutine that is not running resumes
+// with: its syscall state in a syscall, else its sched.
+func savedRegs(g lineageabi.Goroutine) (target.Regs, bool) {
+	switch g.Status {
+	case lineageabi.StatusSyscall:
+		return target.Regs{PC: g.SyscallPC, SP: g.SyscallSP, FP: g.SyscallBP}, g.SyscallPC != 0
+	case lineageabi.StatusRunning, lineageabi.StatusCopystack:
+		return target.Regs{}, false // its stack is a thread's, or moving
+	}
+	return target.Regs{PC: g.SchedPC, SP: g.SchedSP, FP: g.SchedBP}, g.SchedPC != 0
+}
+
+// state prints what a goroutine does, as the runtime's goroutine headers do.
+func (g *goroutine) state() string {
+	s := lineageabi.StatusName(g.Status)
+	if g.Status == lineageabi.StatusWaiting && g.WaitReason != "" {
+		s = g.WaitReason
+	}
+	if g.Wait >= time.Minute {
+		s += fmt.Sprintf(", %d minutes", int(g.Wait/time.Minute))
+	}
+	return s
+}
+
+// waitObject names what a goroutine waits on, "" if nothing known.
+func (g *goroutine) waitObject() string {
+	switch {
+	case len(g.WaitChans) > 1 || g.Select:
+		var cs []string
+		for _, c := range g.WaitChans {
+			cs = append(cs, fmt.Sprintf("%#x", c))
+		}
+		return "select{" + strings.Join(cs, ",") + "}"
+	case len(g.WaitChans) == 1:
+		return fmt.Sprintf("chan %#x", g.WaitChans[0])
+	case g.WaitAddr != 0:
+		return g.waitAddrName()
+	}
+	return ""
+}
+
+// waitAddrName names a wait address: a sync.Cond's notify list, or a
+// semaphore (sync.Mutex, RWMutex, WaitGroup and the runtime's own).
+func (g *goroutine) waitAddrName() string {
+	if strings.HasPrefix(g.WaitReason, "sync.Cond") {
+		return fmt.Sprintf("cond %#x", g.WaitAddr)
+	}
+	return fmt.Sprintf("sema %#x", g.WaitAddr)
+}
+
+// userFrame is the goroutine's innermost frame outside the runtime and the
+// sync packages: where the program waits.
+func (g *goroutine) userFrame() (stack.Loc, bool) {
+	for _, l := range g.Frames {
+		pkg := l.Func
+		if i := strings.LastIndex(pkg, "/"); i >= 0 {
+			pkg = pkg[i+1:]
+		}
+		pkg, _, _ = strings.Cut(pkg, ".")
+		if l.Func == "" || pkg == "runtime" || pkg == "sync" || strings.HasPrefix(l.Func, "internal/") {
+			continue
+		}
+		return l, true
+	}
+	return stack.Loc{}, false
+}
+
+// startFunc is the goroutine's function, from its record.
+func (s *goroutineSet) startFunc(g *goroutine) string {
+	if g.Record == nil || g.Record.StartPC == 0 {
+		return "?"
+	}
+	locs := stack.Symbolize(s.snap.bin, s.snap.bias, []uint64{g.Record.StartPC}, false)
+	if len(locs) == 0 {
+		return "?"
+	}
+	return stack.FuncName(locs[len(locs)-1])
+}
+
+// createdAt is where the goroutine was created, "" for the runtime's own.
+func (s *goroutineSet) createdAt(g *goroutine) string {
+	if len(g.Lineage) == 0 {
+		return ""
+	}
+	l := stack.CreatedBy(s.snap.bin, s.snap.bias, g.Lineage[0])
+	return fmt.Sprintf("%s:%d", l.File, l.Line)
+}
+
+// goroutineJSON is one goroutine of ps -json.
+type goroutineJSON struct {
+	Goid      uint64   `json:"goid"`
+	Parent    uint64   `json:"parent"`
+	Status    string   `json:"status"`
+	Reason    string   `json:"wait_reason,omitempty"`
+	WaitNS    int64    `json:"wait_ns,omitempty"`
+	WaitsOn   string   `json:"waits_on,omitempty"`
+	TID       int      `json:"tid,omitempty"`
+	Function  string   `json:"function"`
+	CreatedAt string   `json:"created_at,omitempty"`
+	Ancestors []uint64 `json:"ancestors,omitempty"`
+	Frames    []string `json:"frames,omitempty"`
+}
+
+func cmdPs(args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("ps", flag.ContinueOnError)
+	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
+	asJSON := fl.Bool("json", false, "print JSON, one object per goroutine, with its stack")
+	if err := parseFlags(fl, args, stderr); err != nil {
+		return err
+	}
+	return goroutineCommand("ps", fl, *core, stdout, stderr, func(w *bufio.Writer, s *goroutineSet) error {
+		if *asJSON {
+			return s.writeJSON(w)
+		}
+		s.writePs(w)
+		return nil
+	})
+}
+
+func cmdTree(args []string, stdout, stderr io.Writer) error {
+	return simpleGoroutineCommand("tree", args, stdout, stderr, (*goroutineSet).writeTree)
+}
+
+func cmdWaits(args []string, stdout, stderr io.Writer) error {
+	return simpleGoroutineCommand("waits", args, stdout, stderr, (*goroutineSet).writeWaits)
+}
+
+// simpleGoroutineCommand is a goroutine command with no flags but -core.
+func simpleGoroutineCommand(name string, args []string, stdout, stderr io.Writer, write func(*goroutineSet, io.Writer)) error {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
+	if err := parseFlags(fl, args, stderr); err != nil {
+		return err
+	}
+	return goroutineCommand(name, fl, *core, stdout, stderr, func(w *bufio.Writer, s *goroutineSet) error {
+		write(s, w)
+		return nil
+	})
+}
+
+// goroutineCommand runs a goroutine command: it collects every goroutine of
+// the target held still, then prints with out after the target is resumed.
+func goroutineCommand(name string, fl *flag.FlagSet, core string, stdout, stderr io.Writer, out func(*bufio.Writer, *goroutineSet) error) error {
+	ta, err := parseTarget(name, fl, core)
+	if err != nil {
+		return err
+	}
+	var set *goroutineSet
+	var cerr error
+	werr := withSnapshot(ta, false, stderr, func(snap *snapshot) {
+		set, cerr = collectGoroutines(snap, collect(snap))
+	})
+	if cerr != nil {
+		return cerr
+	}
+	if set == nil {
+		return werr
+	}
+	w := bufio.NewWriter(stdout)
+	if err := out(w, set); err != nil {
+		return err
+	}
+	if set.torn > 0 {
+		fmt.Fprintf(w, "(%d goroutines changed while read and were left out)\n", set.torn)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return werr
+}
+
+func (s *goroutineSet) writePs(w io.Writer) {
+	fmt.Fprintf(w, "%-7s %-7s %-6s %-28s %-24s %s\n", "GOID", "PARENT", "THREAD", "STATE", "WAITS ON", "FUNCTION (CREATED AT)")
+	for i := range s.gs {
+		g := &s.gs[i]
+		tid := "-"
+		if g.TID != 0 {
+			tid = fmt.Sprint(g.TID)
+		}
+		obj := g.waitObject()
+		if obj == "" {
+			obj = "-"
+		}
+		fn := s.startFunc(g)
+		if at := s.createdAt(g); at != "" {
+			fn += " (" + at + ")"
+		}
+		fmt.Fprintf(w, "%-7d %-7d %-6s %-28s %-24s %s\n", g.Goid, g.Record.ParentGoid, tid, g.state(), obj, fn)
+	}
+	if s.note != "" {
+		fmt.Fprintf(w, "(%s)\n", s.note)
+	}
+}
+
+func (s *goroutineSet) writeJSON(w io.Writer) error {
+	out := []goroutineJSON{}
+	for i := range s.gs {
+		g := &s.gs[i]
+		j := goroutineJSON{Goid: g.Goid, Parent: g.Record.ParentGoid, Status: lineageabi.StatusName(g.Status),
+			Reason: g.WaitReason, WaitNS: int64(g.Wait), WaitsOn: g.waitObject(), TID: g.TID,
+			Function: s.startFunc(g), CreatedAt: s.createdAt(g)}
+		for _, a := range g.Record.Anc {
+			j.Ancestors = append(j.Ancestors, a.Goid)
+		}
+		for _, l := range g.Frames {
+			j.Frames = append(j.Frames, stack.FuncName(l))
+		}
+		out = append(out, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// writeTree prints goroutines under their creators. A creator that has
+// exited is printed from its descendants' ancestor entries, marked exited.
+func (s *goroutineSet) writeTree(w io.Writer) {
+	live := map[uint64]*goroutine{}
+	children := map[uint64][]uint64{}
+	for i := range s.gs {
+		g := &s.gs[i]
+		live[g.Goid] = g
+	}
+	exited := map[uint64]lineageabi.Anc{}
+	hasParent := map[uint64]bool{}
+	addEdge := func(parent, child uint64) {
+		if parent == 0 || hasParent[child] {
+			return
+		}
+		hasParent[child] = true
+		children[parent] = append(children[parent], child)
+	}
+	for i := range s.gs {
+		g := &s.gs[i]
+		child := g.Goid
+		for _, a := range g.Record.Anc {
+			if _, ok := live[a.Goid]; !ok {
+				exited[a.Goid] = a
+			}
+			addEdge(a.Goid, child)
+			child = a.Goid
+		}
+	}
+	var roots []uint64
+	for id := range live {
+		if !hasParent[id] {
+			roots = append(roots, id)
+		}
+	}
+	for id := range exited {
+		if !hasParent[id] {
+			roots = append(roots, id)
+		}
+	}
+	sort.Slice(roots, func(i, j int) bool { return roots[i] < roots[j] })
+	// name is a goroutine's function; siblings are sorted by it, then by
+	// goid, so that goroutines started by the same code stay together.
+	name := func(id uint64) string {
+		if g, ok := live[id]; ok {
+			return s.startFunc(g)
+		}
+		a := exited[id]
+		if locs := stack.Symbolize(s.snap.bin, s.snap.bias, []uint64{a.StartPC}, false); len(locs) > 0 && a.StartPC != 0 {
+			return stack.FuncName(locs[len(locs)-1])
+		}
+		return "?"
+	}
+	var walk func(id uint64, depth int)
+	walk = func(id uint64, depth int) {
+		indent := strings.Repeat("  ", depth)
+		if g, ok := live[id]; ok {
+			fmt.Fprintf(w, "%sgoroutine %d [%s] %s\n", indent, id, g.state(), name(id))
+		} else {
+			fmt.Fprintf(w, "%sgoroutine %d [exited] %s\n", indent, id, name(id))
+		}
+		kids := children[id]
+		sort.Slice(kids, func(i, j int) bool {
+			if a, b := name(kids[i]), name(kids[j]); a != b {
+				return a < b
+			}
+			return kids[i] < kids[j]
+		})
+		for _, k := range kids {
+			walk(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+}
+
+// writeWaits prints wait-for groups: the goroutines blocked on the same
+// channel or semaphore, largest group first.
+func (s *goroutineSet) writeWaits(w io.Writer) {
+	groups := map[string][]*goroutine{}
+	var keys []string
+	for i := range s.gs {
+		g := &s.gs[i]
+		objs := []string{}
+		for _, c := range g.WaitChans {
+			objs = append(objs, fmt.Sprintf("chan %#x", c))
+		}
+		if g.WaitAddr != 0 {
+			objs = append(objs, g.waitAddrName())
+		}
+		for _, o := range objs {
+			if groups[o] == nil {
+				keys = append(keys, o)
+			}
+			groups[o] = append(groups[o], g)
+		}
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		if a, b := len(groups[keys[i]]), len(groups[keys[j]]); a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		gs := groups[k]
+		plural := "s"
+		if len(gs) == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(w, "%s: %d goroutine%s\n", k, len(gs), plural)
+		for _, g := range gs {
+			where := "?"
+			if l, ok := g.userFrame(); ok {
+				where = fmt.Sprintf("%s at %s:%d", stack.FuncName(l), l.File, l.Line)
+			}
+			fmt.Fprintf(w, "\tgoroutine %d [%s] %s\n", g.Goid, g.state(), where)
+		}
+	}
+}
+
+// writeStacks prints every goroutine not on a thread, like the runtime's
+// goroutine dump (stacks -all).
+func (s *goroutineSet) writeStacks(w io.Writer) {
+	for i := range s.gs {
+		g := &s.gs[i]
+		if g.TID != 0 {
+			continue // printed with its thread
+		}
+		fmt.Fprintf(w, "goroutine %d [%s]:\n", g.Goid, g.state())
+		stack.WriteFrames(w, g.Frames)
+		if g.Stop != "" {
+			fmt.Fprintf(w, "...stack walk ended: %s\n", g.Stop)
+		}
+		for _, a := range g.Lineage {
+			stack.WriteCreatedBy(w, s.snap.bin, s.snap.bias, a)
+		}
+		fmt.Fprintln(w)
+	}
+}

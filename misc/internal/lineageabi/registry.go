@@ -1,0 +1,346 @@
+package lineageabi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The registry (doc/lineage-abi.md, section "Registry"): every goroutine's
+// record, reachable from the header, with the offsets of the g and sudog
+// fields that describe a goroutine that is not running.
+
+// Positions of the registry's fields, appended after the version 1 header.
+const (
+	OffRegistry        = HeaderSize // first registry field: blocks (u64)
+	RegistryHeaderSize = HeaderSize + 144
+
+	FlagRegistry = 1 << 4
+
+	maxBlocks     = 1 << 20 // bound on a block walk beyond nblocks
+	maxBlockRecs  = 1 << 16
+	maxGOffset    = 1 << 12 // g and sudog fields lie within this many bytes
+	maxWaitChains = 1 << 10 // bound on a sudog list (a select's cases)
+)
+
+// ABI status codes (stable across releases).
+const (
+	StatusIdle = iota
+	StatusRunnable
+	StatusRunning
+	StatusSyscall
+	StatusWaiting
+	StatusDead
+	StatusCopystack
+	StatusPreempted
+	StatusLeaked
+	StatusUnknown = 0xff
+)
+
+var statusNames = [...]string{"idle", "runnable", "running", "syscall", "waiting", "dead", "copystack", "preempted", "leaked"}
+
+// StatusName is the name of an ABI status code.
+func StatusName(code uint8) string {
+	if int(code) < len(statusNames) {
+		return statusNames[code]
+	}
+	return "unknown"
+}
+
+// Registry is the registry part of the header.
+type Registry struct {
+	Blocks, NBlocks                                           uint64
+	BlockHeaderSize, OffBlockNext, OffBlockNrec, OffBlockUsed uint32
+	OffRecG                                                   uint32
+
+	OffGGoid, OffGStatus, OffGTransitions, OffGWaitReason, OffGWaitSince uint32
+	OffGSchedSP, OffGSchedPC, OffGSchedBP                                uint32
+	OffGSyscallSP, OffGSyscallPC, OffGSyscallBP                          uint32
+	OffGStackLo, OffGStackHi, OffGWaiting                                uint32
+	OffSudogWaitlink, OffSudogElem, OffSudogC, OffSudogIsSelect          uint32
+
+	StatusScan   uint32
+	StatusMap    [16]uint8
+	WaitReasons  uint64
+	NWaitReasons uint32
+	StringSize   uint32
+
+	gSpan uint32 // bytes of a g a reader copies: the last published field's end
+}
+
+// parseRegistry decodes the registry fields of a header buffer, or returns
+// nil if the header has none.
+func parseRegistry(h *Header, b []byte) (*Registry, error) {
+	if h.HeaderSize < RegistryHeaderSize || len(b) < RegistryHeaderSize || h.Flags&FlagRegistry == 0 {
+		return nil, nil
+	}
+	le := binary.LittleEndian
+	b = b[OffRegistry:]
+	u := func(off int) uint32 { return le.Uint32(b[off:]) }
+	r := &Registry{
+		Blocks: le.Uint64(b), NBlocks: le.Uint64(b[8:]),
+		BlockHeaderSize: u(16), OffBlockNext: u(20), OffBlockNrec: u(24), OffBlockUsed: u(28), OffRecG: u(32),
+		OffGGoid: u(36), OffGStatus: u(40), OffGTransitions: u(44), OffGWaitReason: u(48), OffGWaitSince: u(52),
+		OffGSchedSP: u(56), OffGSchedPC: u(60), OffGSchedBP: u(64),
+		OffGSyscallSP: u(68), OffGSyscallPC: u(72), OffGSyscallBP: u(76),
+		OffGStackLo: u(80), OffGStackHi: u(84), OffGWaiting: u(88),
+		OffSudogWaitlink: u(92), OffSudogElem: u(96), OffSudogC: u(100), OffSudogIsSelect: u(104),
+		StatusScan: u(108), WaitReasons: le.Uint64(b[128:]), NWaitReasons: u(136), StringSize: u(140),
+	}
+	copy(r.StatusMap[:], b[112:128])
+	if r.BlockHeaderSize < 16 || r.BlockHeaderSize > 4096 {
+		return nil, fmt.Errorf("lineage registry: block header size %d", r.BlockHeaderSize)
+	}
+	for _, f := range []struct{ off, size uint32 }{{r.OffBlockNext, 8}, {r.OffBlockNrec, 4}, {r.OffBlockUsed, 4}} {
+		if uint64(f.off)+uint64(f.size) > uint64(r.BlockHeaderSize) {
+			return nil, fmt.Errorf("lineage registry: block field at %d outside the %d-byte block header", f.off, r.BlockHeaderSize)
+		}
+	}
+	if uint64(r.OffRecG)+8 > uint64(h.RecordSize) {
+		return nil, fmt.Errorf("lineage registry: record field at %d outside the %d-byte record", r.OffRecG, h.RecordSize)
+	}
+	for _, off := range []uint32{r.OffGGoid, r.OffGStatus, r.OffGTransitions, r.OffGWaitReason, r.OffGWaitSince,
+		r.OffGSchedSP, r.OffGSchedPC, r.OffGSchedBP, r.OffGSyscallSP, r.OffGSyscallPC, r.OffGSyscallBP,
+		r.OffGStackLo, r.OffGStackHi, r.OffGWaiting, r.OffSudogWaitlink, r.OffSudogElem, r.OffSudogC, r.OffSudogIsSelect} {
+		if off > maxGOffset {
+			return nil, fmt.Errorf("lineage registry: g or sudog field offset %d is implausible", off)
+		}
+	}
+	for _, off := range []uint32{r.OffGGoid, r.OffGStatus, r.OffGTransitions, r.OffGWaitReason, r.OffGWaitSince,
+		r.OffGSchedSP, r.OffGSchedPC, r.OffGSchedBP, r.OffGSyscallSP, r.OffGSyscallPC, r.OffGSyscallBP,
+		r.OffGStackLo, r.OffGStackHi, r.OffGWaiting} {
+		r.gSpan = max(r.gSpan, off+8)
+	}
+	if r.StringSize != 2*h.PtrSize {
+		return nil, fmt.Errorf("lineage registry: string size %d", r.StringSize)
+	}
+	return r, nil
+}
+
+// Goroutine is one goroutine as the registry shows it.
+type Goroutine struct {
+	Record     *Record // its lineage record
+	RecordAddr uint64
+	G          uint64 // address of the g
+	Goid       uint64
+	Status     uint8 // ABI status code
+	Scanning   bool  // the GC held the goroutine's scan bit
+	WaitReason string
+	WaitSince  int64 // nanotime when it blocked; 0 if unknown
+
+	SchedPC, SchedSP, SchedBP       uint64
+	SyscallPC, SyscallSP, SyscallBP uint64
+	StackLo, StackHi                uint64
+
+	// What it waits on: the channels of a channel operation or select
+	// (WaitChans, with Select set for a select), or the address of a
+	// semaphore or notify list (WaitAddr): sync.Mutex, sync.RWMutex,
+	// sync.WaitGroup, sync.Cond.
+	WaitChans []uint64
+	Select    bool
+	WaitAddr  uint64
+}
+
+// ErrNoRegistry is returned by Goroutines for a target without a registry.
+var ErrNoRegistry = errors.New("the target publishes no goroutine registry (built by an older fork toolchain, or GODEBUG=lineage=0)")
+
+// Goroutines walks the registry and returns every goroutine that has a
+// record and is not dead. Records that keep changing while read are
+// skipped and counted in torn. The walk is not a snapshot unless the target
+// is stopped (or a core).
+func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
+	r := v.Reg
+	if r == nil {
+		return nil, 0, ErrNoRegistry
+	}
+	// blocks first, then nblocks (the ABI's order): the list never holds
+	// more blocks than the count read after its head.
+	head, err := word(v.mem, v.Addr+OffRegistry)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
+	}
+	nblocks, err := word(v.mem, v.Addr+OffRegistry+8)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
+	}
+	le := binary.LittleEndian
+	hdr := make([]byte, r.BlockHeaderSize)
+	seen := map[uint64]bool{}
+	for b, n := head, uint64(0); b != 0; n++ {
+		if n >= nblocks || n >= maxBlocks || seen[b] {
+			return gs, torn, fmt.Errorf("goroutine registry: block list at %#x longer than its count %d (corrupt memory?)", b, nblocks)
+		}
+		seen[b] = true
+		if err := v.mem.ReadAt(hdr, b); err != nil {
+			return gs, torn, fmt.Errorf("reading registry block %#x: %v", b, err)
+		}
+		nrec, used := le.Uint32(hdr[r.OffBlockNrec:]), le.Uint32(hdr[r.OffBlockUsed:])
+		if used > nrec || nrec > maxBlockRecs {
+			return gs, torn, fmt.Errorf("registry block %#x: %d of %d records used (corrupt memory?)", b, used, nrec)
+		}
+		for i := uint32(0); i < used; i++ {
+			addr := b + uint64(r.BlockHeaderSize) + uint64(i)*uint64(v.H.RecordSize)
+			g, ok, err := v.readGoroutine(addr)
+			switch {
+			case err != nil:
+				return gs, torn, err
+			case !ok:
+				torn++
+			case g != nil:
+				gs = append(gs, *g)
+			}
+		}
+		b = le.Uint64(hdr[r.OffBlockNext:])
+	}
+	return gs, torn, nil
+}
+
+// readGoroutine reads the goroutine of the record at addr by the ABI's
+// consistency rule: the record's seq and the g's transition counter are the
+// same before and after. It returns nil for a record never written or a
+// dead goroutine, and ok == false if the goroutine kept changing.
+func (v *View) readGoroutine(addr uint64) (g *Goroutine, ok bool, err error) {
+	r := v.Reg
+	for try := 0; try < maxRetries; try++ {
+		seq, err := word(v.mem, addr+uint64(v.H.OffRecSeq))
+		if err != nil {
+			return nil, false, fmt.Errorf("reading lineage record %#x: %v", addr, err)
+		}
+		if seq == 0 {
+			return nil, true, nil // handed out, not yet written
+		}
+		gp, err := word(v.mem, addr+uint64(r.OffRecG))
+		if err != nil {
+			return nil, false, fmt.Errorf("reading lineage record %#x: %v", addr, err)
+		}
+		t1, err := v.u32(gp + uint64(r.OffGTransitions))
+		if err != nil {
+			return nil, false, err
+		}
+		g, err := v.readG(gp)
+		if err != nil {
+			return nil, false, err
+		}
+		if g.Status == StatusDead || g.Status == StatusIdle {
+			return nil, true, nil
+		}
+		rec, err := v.ReadRecord(addr)
+		if errors.Is(err, ErrTorn) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		t2, err := v.u32(gp + uint64(r.OffGTransitions))
+		if err != nil {
+			return nil, false, err
+		}
+		if t1 != t2 || rec.Seq != seq {
+			continue
+		}
+		g.Record, g.RecordAddr = rec, addr
+		return g, true, nil
+	}
+	return nil, false, nil
+}
+
+func (v *View) u32(addr uint64) (uint32, error) {
+	var b [4]byte
+	if err := v.mem.ReadAt(b[:], addr); err != nil {
+		return 0, fmt.Errorf("reading goroutine memory at %#x: %v", addr, err)
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+// readG reads the fields of the g at gp.
+func (v *View) readG(gp uint64) (*Goroutine, error) {
+	r := v.Reg
+	buf := make([]byte, r.gSpan)
+	if err := v.mem.ReadAt(buf, gp); err != nil {
+		return nil, fmt.Errorf("reading g %#x: %v", gp, err)
+	}
+	le := binary.LittleEndian
+	w := func(off uint32) uint64 { return le.Uint64(buf[off:]) }
+	st := le.Uint32(buf[r.OffGStatus:])
+	g := &Goroutine{G: gp, Goid: w(r.OffGGoid), Status: StatusUnknown, Scanning: st&r.StatusScan != 0,
+		WaitSince: int64(w(r.OffGWaitSince)),
+		SchedPC:   w(r.OffGSchedPC), SchedSP: w(r.OffGSchedSP), SchedBP: w(r.OffGSchedBP),
+		SyscallPC: w(r.OffGSyscallPC), SyscallSP: w(r.OffGSyscallSP), SyscallBP: w(r.OffGSyscallBP),
+		StackLo: w(r.OffGStackLo), StackHi: w(r.OffGStackHi)}
+	if s := st &^ r.StatusScan; s < uint32(len(r.StatusMap)) {
+		g.Status = r.StatusMap[s]
+	}
+	if g.Status == StatusWaiting {
+		reason, err := v.waitReason(buf[r.OffGWaitReason])
+		if err != nil {
+			return nil, err
+		}
+		g.WaitReason = reason
+		if err := v.waitObject(g, w(r.OffGWaiting)); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// waitObject follows the g's sudog list.
+func (v *View) waitObject(g *Goroutine, s uint64) error {
+	r := v.Reg
+	for n := 0; s != 0; n++ {
+		if n >= maxWaitChains {
+			return fmt.Errorf("goroutine %d: wait list longer than %d (corrupt memory?)", g.Goid, maxWaitChains)
+		}
+		c, err := word(v.mem, s+uint64(r.OffSudogC))
+		if err != nil {
+			return fmt.Errorf("reading sudog %#x: %v", s, err)
+		}
+		if c != 0 {
+			g.WaitChans = append(g.WaitChans, c)
+			var b [1]byte
+			if err := v.mem.ReadAt(b[:], s+uint64(r.OffSudogIsSelect)); err != nil {
+				return fmt.Errorf("reading sudog %#x: %v", s, err)
+			}
+			g.Select = g.Select || b[0] != 0
+		} else if e, err := word(v.mem, s+uint64(r.OffSudogElem)); err != nil {
+			return fmt.Errorf("reading sudog %#x: %v", s, err)
+		} else {
+			g.WaitAddr = e
+		}
+		if s, err = word(v.mem, s+uint64(r.OffSudogWaitlink)); err != nil {
+			return fmt.Errorf("reading sudog list: %v", err)
+		}
+	}
+	return nil
+}
+
+// waitReason reads the runtime's string for wait reason i, caching them.
+func (v *View) waitReason(i uint8) (string, error) {
+	r := v.Reg
+	if uint32(i) >= r.NWaitReasons {
+		return fmt.Sprintf("wait reason %d", i), nil
+	}
+	if s, ok := v.reasons[i]; ok {
+		return s, nil
+	}
+	e := r.WaitReasons + uint64(i)*uint64(r.StringSize)
+	p, err := word(v.mem, e)
+	if err != nil {
+		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
+	}
+	n, err := word(v.mem, e+8)
+	if err != nil {
+		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
+	}
+	if n > 256 {
+		return "", fmt.Errorf("wait reason %d: implausible length %d", i, n)
+	}
+	b := make([]byte, n)
+	if err := v.mem.ReadAt(b, p); err != nil {
+		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
+	}
+	if v.reasons == nil {
+		v.reasons = map[uint8]string{}
+	}
+	v.reasons[i] = string(b)
+	return string(b), nil
+}

@@ -1,0 +1,192 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+// The lineage registry: every goroutine's record, for readers outside the
+// process.
+//
+// Regions (lineage.go) show what each thread runs; parked goroutines, where a
+// server spends its life, are not reachable from them. The registry makes
+// every record reachable:
+//
+//   - Records are handed out from blocks of lineageBlockRecords records in
+//     persistent memory. A block is linked once, at the head of the list
+//     lineageABI.reg.blocks, and never freed or unlinked; a block's used
+//     count only grows. Records [0, used) of a block each belong to one g
+//     struct for the life of the process (g structs are never freed), and
+//     the record names it (record.g).
+//   - The header publishes the offsets of the g and sudog fields a reader
+//     needs for a goroutine that is not running: goid, status, the status
+//     transition counter, wait reason and wait start, the saved sched and
+//     syscall pc/sp/bp, the stack bounds and the sudog list it waits on.
+//     It also maps the runtime's status values to the ABI's stable status
+//     codes, and points at the runtime's wait reason strings. Readers never
+//     hard-code any of it.
+//
+// Nothing here is on a hot path. Blocks are allocated when a g struct gets
+// its first record (lineageNewgSlow) and cost the same memory as the
+// single records they replace. The g fields are the runtime's own: the
+// status transition counter is the one the goroutine profile already keeps
+// (gFPProfCache.transitions, incremented by every status change), so a
+// reader can tell when a goroutine changed while it was read, and retry,
+// without a new store on the scheduler's paths.
+//
+// A walk of the registry is not a snapshot: goroutines start, park, run and
+// exit while it proceeds. Each record is consistent on its own (its seq and
+// its g's transition counter are unchanged across the read); a reader that
+// wants one view of several goroutines stops the process, or reads a core.
+// See doc/lineage-abi.md, section "Registry".
+
+package runtime
+
+import (
+	"internal/goarch"
+	"internal/runtime/atomic"
+	"internal/runtime/sys"
+	"unsafe"
+)
+
+const (
+	lineageRegistry = 1 << 4 // header flag: the registry is published
+
+	lineageBlockRecords = 64 // records per block
+)
+
+// ABI status codes: stable across releases, unlike the runtime's _G values.
+const (
+	lineageStatusIdle = iota
+	lineageStatusRunnable
+	lineageStatusRunning
+	lineageStatusSyscall
+	lineageStatusWaiting
+	lineageStatusDead
+	lineageStatusCopystack
+	lineageStatusPreempted
+	lineageStatusLeaked
+	lineageStatusUnknown = 0xff
+)
+
+// lineageRegistryHeader is the registry's part of the header, appended after
+// the version 1 fields (header_size tells a reader it is there).
+type lineageRegistryHeader struct {
+	blocks  uint64 // *lineageBlock, head of the block list; set at run time
+	nblocks uint64 // blocks ever linked; set at run time
+
+	blockHeaderSize, offBlockNext, offBlockNrec, offBlockUsed uint32
+
+	offRecG uint32
+
+	offGGoid, offGStatus, offGTransitions, offGWaitReason, offGWaitSince uint32
+	offGSchedSP, offGSchedPC, offGSchedBP                                uint32
+	offGSyscallSP, offGSyscallPC, offGSyscallBP                          uint32
+	offGStackLo, offGStackHi, offGWaiting                                uint32
+	offSudogWaitlink, offSudogElem, offSudogC, offSudogIsSelect          uint32
+
+	statusScan   uint32    // bit set in the status while the g is being scanned
+	statusMap    [16]uint8 // ABI status code of each runtime status value
+	waitReasons  uint64    // address of the wait reason strings, each a (ptr, len) pair
+	nWaitReasons uint32
+	stringSize   uint32 // size of one (ptr, len) pair
+}
+
+// lineageBlock heads a block of records. The records follow it, each
+// lineageABI.recordSize bytes.
+type lineageBlock struct {
+	_    sys.NotInHeap
+	next uint64 // *lineageBlock, written once before the block is linked
+	nrec uint32
+	used uint32 // records handed out; only grows (atomic)
+	_    [48]byte
+}
+
+// lineageRegistryInit fills in the static part of the registry header.
+// Called from lineageinit.
+func lineageRegistryInit(h *lineageHeader) {
+	var gp g
+	var s sudog
+	reg := &h.reg
+	reg.blockHeaderSize = uint32(unsafe.Sizeof(lineageBlock{}))
+	reg.offBlockNext = uint32(unsafe.Offsetof(lineageBlock{}.next))
+	reg.offBlockNrec = uint32(unsafe.Offsetof(lineageBlock{}.nrec))
+	reg.offBlockUsed = uint32(unsafe.Offsetof(lineageBlock{}.used))
+	reg.offRecG = uint32(unsafe.Offsetof(lineageRecord{}.g))
+	reg.offGGoid = uint32(unsafe.Offsetof(gp.goid))
+	reg.offGStatus = uint32(unsafe.Offsetof(gp.atomicstatus))
+	reg.offGTransitions = uint32(unsafe.Offsetof(gp.fpprof) + unsafe.Offsetof(gp.fpprof.transitions))
+	reg.offGWaitReason = uint32(unsafe.Offsetof(gp.waitreason))
+	reg.offGWaitSince = uint32(unsafe.Offsetof(gp.waitsince))
+	sched := unsafe.Offsetof(gp.sched)
+	reg.offGSchedSP = uint32(sched + unsafe.Offsetof(gp.sched.sp))
+	reg.offGSchedPC = uint32(sched + unsafe.Offsetof(gp.sched.pc))
+	reg.offGSchedBP = uint32(sched + unsafe.Offsetof(gp.sched.bp))
+	reg.offGSyscallSP = uint32(unsafe.Offsetof(gp.syscallsp))
+	reg.offGSyscallPC = uint32(unsafe.Offsetof(gp.syscallpc))
+	reg.offGSyscallBP = uint32(unsafe.Offsetof(gp.syscallbp))
+	reg.offGStackLo = uint32(unsafe.Offsetof(gp.stack) + unsafe.Offsetof(gp.stack.lo))
+	reg.offGStackHi = uint32(unsafe.Offsetof(gp.stack) + unsafe.Offsetof(gp.stack.hi))
+	reg.offGWaiting = uint32(unsafe.Offsetof(gp.waiting))
+	reg.offSudogWaitlink = uint32(unsafe.Offsetof(s.waitlink))
+	// The sudog's pointers are maybeTraceablePtrs; vu holds the address
+	// whether or not the pointer is traced.
+	reg.offSudogElem = uint32(unsafe.Offsetof(s.elem) + unsafe.Offsetof(s.elem.vu))
+	reg.offSudogC = uint32(unsafe.Offsetof(s.c) + unsafe.Offsetof(s.c.vu))
+	reg.offSudogIsSelect = uint32(unsafe.Offsetof(s.isSelect))
+	reg.statusScan = _Gscan
+	for i := range reg.statusMap {
+		reg.statusMap[i] = lineageStatusUnknown
+	}
+	for _, c := range [...]struct{ v, c uint8 }{
+		{_Gidle, lineageStatusIdle},
+		{_Grunnable, lineageStatusRunnable},
+		{_Grunning, lineageStatusRunning},
+		{_Gsyscall, lineageStatusSyscall},
+		{_Gwaiting, lineageStatusWaiting},
+		{_Gdead, lineageStatusDead},
+		{_Gdeadextra, lineageStatusDead},
+		{_Gcopystack, lineageStatusCopystack},
+		{_Gpreempted, lineageStatusPreempted},
+		{_Gleaked, lineageStatusLeaked},
+	} {
+		reg.statusMap[c.v] = c.c
+	}
+	reg.waitReasons = uint64(uintptr(unsafe.Pointer(&waitReasonStrings)))
+	reg.nWaitReasons = uint32(len(waitReasonStrings))
+	reg.stringSize = uint32(2 * goarch.PtrSize)
+}
+
+// lineageAllocRecord hands out a record for gp from the block of mp's
+// region, and links a new block into the registry when that one is full.
+// Only mp's thread hands records out of its block, so the common case takes
+// no lock: a burst of go statements, each of which gets a fresh g struct,
+// pays a few stores per record.
+func lineageAllocRecord(mp *m, gp *g) *lineageRecord {
+	lineageNRecords.Add(1)
+	reg := mp.lineage
+	b := (*lineageBlock)(unsafe.Pointer(uintptr(reg.blk)))
+	if b == nil || b.used == b.nrec {
+		b = lineageNewBlock()
+		reg.blk = uint64(uintptr(unsafe.Pointer(b)))
+	}
+	r := (*lineageRecord)(add(unsafe.Pointer(b), unsafe.Sizeof(lineageBlock{})+uintptr(b.used)*lineageRecSize))
+	r.g = uint64(uintptr(unsafe.Pointer(gp)))
+	// Publish the record with its g set; its seq is still 0 (never
+	// written), which readers skip.
+	atomic.Store(&b.used, b.used+1)
+	return r
+}
+
+// lineageNewBlock allocates a block and links it at the head of the
+// registry.
+func lineageNewBlock() *lineageBlock {
+	size := unsafe.Sizeof(lineageBlock{}) + lineageBlockRecords*lineageRecSize
+	b := (*lineageBlock)(persistentalloc(size, 64, &memstats.other_sys))
+	b.nrec = lineageBlockRecords
+	lock(&lineageLock)
+	b.next = lineageABI.reg.blocks
+	// nblocks first: a reader that reads blocks and then nblocks never
+	// finds more blocks on the list than nblocks says.
+	atomic.Xadd64(&lineageABI.reg.nblocks, 1)
+	atomic.Store64(&lineageABI.reg.blocks, uint64(uintptr(unsafe.Pointer(b))))
+	unlock(&lineageLock)
+	return b
+}
