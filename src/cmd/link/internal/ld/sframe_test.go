@@ -1,0 +1,324 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package ld
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"internal/testenv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sframeTestProg = `
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+//go:noinline
+func leaf(x int) int { return x*3 + 1 }
+
+//go:noinline
+func big(n int) int {
+	var a [512]int
+	for i := range a {
+		a[i] = leaf(i + n)
+	}
+	return a[n%len(a)]
+}
+
+func main() {
+	done := make(chan int)
+	go func() { done <- big(len(os.Args)) }()
+	fmt.Println(<-done)
+}
+`
+
+// sframeFDE is one decoded function descriptor and its rows, read by
+// the test's own decoder of the SFrame v3 layout.
+type sframeFDE struct {
+	start, size uint64
+	info        byte
+	rows        []sframeTestRow
+}
+
+type sframeTestRow struct {
+	off    uint32
+	baseSP bool
+	words  []int32
+}
+
+func buildSframeTestProg(t *testing.T, goarch string, ldflags string) *elf.File {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "prog.go")
+	if err := os.WriteFile(src, []byte(sframeTestProg), 0666); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "prog")
+	cmd := testenv.Command(t, testenv.GoToolPath(t), "build", "-ldflags="+ldflags, "-o", bin, src)
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v:\n%s", cmd.Args, err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// decodeSframe decodes a .sframe section loaded at addr.
+func decodeSframe(d []byte, addr uint64) (hdr []byte, fdes []sframeFDE, err error) {
+	le := binary.LittleEndian
+	if len(d) < sframeHeaderSize {
+		return nil, nil, fmt.Errorf("section of %d bytes is shorter than the header", len(d))
+	}
+	nfdes, nfres, frelen := le.Uint32(d[8:]), le.Uint32(d[12:]), le.Uint32(d[16:])
+	hlen := sframeHeaderSize + int(d[7])
+	idx := d[hlen+int(le.Uint32(d[20:])):]
+	fres := d[hlen+int(le.Uint32(d[24:])):]
+	if uint64(len(fres)) != uint64(frelen) || uint64(len(idx)) < uint64(nfdes)*sframeIndexSize+uint64(frelen) {
+		return nil, nil, fmt.Errorf("FRE length %d does not match the section (%d bytes left)", frelen, len(fres))
+	}
+	total := 0
+	for i := range int(nfdes) {
+		e := idx[i*sframeIndexSize:]
+		field := addr + uint64(len(d)-len(e))
+		fde := sframeFDE{
+			start: field + le.Uint64(e[0:]),
+			size:  uint64(le.Uint32(e[8:])),
+		}
+		p := fres[le.Uint32(e[12:]):]
+		n := int(le.Uint16(p))
+		fde.info = p[2]
+		if p[3] != 0 || p[4] != 0 {
+			return nil, nil, fmt.Errorf("FDE %d: FDE type %d, rep size %d", i, p[3], p[4])
+		}
+		p = p[sframeAttrSize:]
+		addrSize := [...]int{1, 2, 4, 0}[fde.info&0xf]
+		for range n {
+			var r sframeTestRow
+			switch addrSize {
+			case 1:
+				r.off = uint32(p[0])
+			case 2:
+				r.off = uint32(le.Uint16(p))
+			case 4:
+				r.off = le.Uint32(p)
+			default:
+				return nil, nil, fmt.Errorf("FDE %d: bad FRE type %d", i, fde.info&0xf)
+			}
+			info := p[addrSize]
+			p = p[addrSize+1:]
+			r.baseSP = info&1 == 1
+			w := [...]int{1, 2, 4, 0}[info>>5&3]
+			for range int(info >> 1 & 0xf) {
+				switch w {
+				case 1:
+					r.words = append(r.words, int32(int8(p[0])))
+				case 2:
+					r.words = append(r.words, int32(int16(le.Uint16(p))))
+				case 4:
+					r.words = append(r.words, int32(le.Uint32(p)))
+				}
+				p = p[w:]
+			}
+			fde.rows = append(fde.rows, r)
+		}
+		total += n
+		fdes = append(fdes, fde)
+	}
+	if total != int(nfres) {
+		return nil, nil, fmt.Errorf("header counts %d FREs, FDEs hold %d", nfres, total)
+	}
+	return d[:hlen], fdes, nil
+}
+
+func TestSframe(t *testing.T) {
+	testenv.MustHaveGoBuild(t)
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) {
+			t.Parallel()
+			f := buildSframeTestProg(t, goarch, "")
+			checkSframe(t, f, goarch)
+
+			off := buildSframeTestProg(t, goarch, "-sframe=false")
+			if off.Section(".sframe") != nil {
+				t.Errorf("-sframe=false: binary has a .sframe section")
+			}
+			for _, p := range off.Progs {
+				if p.Type == ptGNUSframe {
+					t.Errorf("-sframe=false: binary has a PT_GNU_SFRAME header")
+				}
+			}
+		})
+	}
+}
+
+func checkSframe(t *testing.T, f *elf.File, goarch string) {
+	sect := f.Section(".sframe")
+	if sect == nil {
+		t.Fatal("no .sframe section")
+	}
+	if sect.Type != shtGNUSframe || sect.Flags&elf.SHF_ALLOC == 0 {
+		t.Errorf(".sframe has type %#x flags %v, want SHT_GNU_SFRAME, allocated", uint32(sect.Type), sect.Flags)
+	}
+	var ph *elf.Prog
+	for _, p := range f.Progs {
+		if p.Type == ptGNUSframe {
+			ph = p
+		}
+	}
+	if ph == nil {
+		t.Fatal("no PT_GNU_SFRAME program header")
+	}
+	if ph.Vaddr != sect.Addr || ph.Memsz != sect.Size || ph.Off != sect.Offset || ph.Filesz != sect.Size {
+		t.Errorf("PT_GNU_SFRAME covers [%#x,+%#x) at file offset %#x; .sframe is [%#x,+%#x) at %#x",
+			ph.Vaddr, ph.Memsz, ph.Off, sect.Addr, sect.Size, sect.Offset)
+	}
+	loaded := false
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Vaddr <= sect.Addr && sect.Addr+sect.Size <= p.Vaddr+p.Filesz {
+			loaded = true
+		}
+	}
+	if !loaded {
+		t.Errorf(".sframe is not inside a PT_LOAD segment")
+	}
+
+	data, err := sect.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, fdes, err := decodeSframe(data, sect.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantABI, wantRA := byte(sframeABIAMD64LE), int8(-8)
+	if goarch == "arm64" {
+		wantABI, wantRA = sframeABIARM64LE, 0
+	}
+	if m := binary.LittleEndian.Uint16(hdr); m != sframeMagic || hdr[2] != 3 || hdr[3] != sframeFSorted|sframeFPCRel || hdr[4] != wantABI || int8(hdr[6]) != wantRA {
+		t.Errorf("header: magic %#x version %d flags %#x abi %d fixed RA %d; want %#x 3 %#x %d %d",
+			m, hdr[2], hdr[3], hdr[4], int8(hdr[6]), sframeMagic, sframeFSorted|sframeFPCRel, wantABI, wantRA)
+	}
+
+	byStart := make(map[uint64]sframeFDE)
+	for i, fde := range fdes {
+		if i > 0 && fde.start < fdes[i-1].start+fdes[i-1].size {
+			t.Errorf("FDE %d at %#x overlaps or precedes FDE %d at %#x+%#x", i, fde.start, i-1, fdes[i-1].start, fdes[i-1].size)
+		}
+		if len(fde.rows) == 0 || fde.rows[0].off != 0 {
+			t.Errorf("FDE at %#x: rows do not start at the function entry", fde.start)
+		}
+		maxWords := 2
+		if goarch == "arm64" {
+			maxWords = 3
+		}
+		for j, r := range fde.rows {
+			if uint64(r.off) >= fde.size || j > 0 && r.off <= fde.rows[j-1].off {
+				t.Errorf("FDE at %#x: row %d at offset %d out of order or past the end (%d)", fde.start, j, r.off, fde.size)
+			}
+			if len(r.words) > maxWords || len(r.words) > 0 && r.words[0] < 0 {
+				t.Errorf("FDE at %#x: row %d has words %v", fde.start, j, r.words)
+			}
+		}
+		byStart[fde.start] = fde
+	}
+
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := f.Section(".text")
+	named := make(map[string]sframeFDE)
+	nfuncs := 0
+	for _, s := range syms {
+		// go:textfipsstart and go:textfipsend mark a range of text; they are not functions.
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value >= text.Addr+text.Size || strings.HasPrefix(s.Name, "go:") {
+			continue
+		}
+		nfuncs++
+		fde, ok := byStart[s.Value]
+		if !ok {
+			t.Errorf("function %s at %#x has no FDE", s.Name, s.Value)
+			continue
+		}
+		if fde.size != s.Size {
+			t.Errorf("function %s: FDE size %d, symbol size %d", s.Name, fde.size, s.Size)
+		}
+		named[s.Name] = fde
+	}
+	if nfuncs != len(fdes) {
+		t.Errorf("%d functions in the symbol table, %d FDEs", nfuncs, len(fdes))
+	}
+
+	// The outermost frames end the walk; signal trampolines say so.
+	for _, name := range []string{"runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0", "runtime.sigtramp.abi0"} {
+		fde, ok := named[name]
+		if !ok {
+			t.Errorf("no FDE for %s", name)
+			continue
+		}
+		for _, r := range fde.rows {
+			if len(r.words) != 0 {
+				t.Errorf("%s: row at %d has words %v, want RA undefined", name, r.off, r.words)
+			}
+		}
+	}
+	if fde := named["runtime.sigtramp.abi0"]; fde.info&sframeSignalBit == 0 {
+		t.Errorf("runtime.sigtramp: FDE info %#x lacks the signal-frame bit", fde.info)
+	}
+
+	// Stack switches: systemstack's CFA follows the frame pointer that
+	// links back to the goroutine's frames; mcall and morestack end the
+	// walk, as they end the frame-pointer chain.
+	fpBased := false
+	for _, r := range named["runtime.systemstack.abi0"].rows {
+		fpBased = fpBased || !r.baseSP
+	}
+	if !fpBased {
+		t.Errorf("runtime.systemstack: rows %+v, want FP-based rows after the prologue", named["runtime.systemstack.abi0"].rows)
+	}
+	for _, name := range []string{"runtime.mcall", "runtime.morestack.abi0"} {
+		if rows := named[name].rows; len(rows) != 1 || len(rows[0].words) != 0 {
+			t.Errorf("%s: rows %+v, want RA undefined", name, rows)
+		}
+	}
+
+	// A frameless leaf: CFA at the entry SP, RA at CFA-8 (amd64) or in LR.
+	leafCFA := int32(8)
+	if goarch == "arm64" {
+		leafCFA = 0
+	}
+	if fde := named["main.leaf"]; len(fde.rows) != 1 || !fde.rows[0].baseSP || len(fde.rows[0].words) != 1 || fde.rows[0].words[0] != leafCFA {
+		t.Errorf("main.leaf: rows %+v, want one SP-based row with CFA offset %d", fde.rows, leafCFA)
+	}
+	// A function with a frame record saves the caller's FP after the
+	// prologue and restores it in the epilogue; its frame (> 4 KiB)
+	// needs 2-byte words.
+	fde := named["main.big"]
+	saved, restored := false, false
+	for _, r := range fde.rows {
+		fp := len(r.words) == 2 && goarch == "amd64" && r.words[1] == -16 ||
+			len(r.words) == 3 && goarch == "arm64" && r.words[2] == r.words[1]-8
+		if fp {
+			saved = true
+		} else if saved {
+			restored = true
+		}
+	}
+	if !saved || !restored || len(fde.rows) < 4 {
+		t.Errorf("main.big: rows %+v, want the FP saved after the prologue and restored in the epilogue", fde.rows)
+	}
+}
