@@ -62,7 +62,9 @@
 // interrupted frame's SP: their CFA offsets include those 16 bytes
 // (only their final RET (R27) is not described: RA is in R27 there).
 //
-// Outermost frames. Every TOPFRAME function (goexit, mstart, rt0_go,
+// Outermost frames. The process entry points (_rt0_GOARCH_GOOS and the
+// _rt0_GOARCH it jumps to, where the word at SP is argc, not a return
+// address) and every TOPFRAME function (goexit, mstart, rt0_go,
 // the clone child's entry, sigtramp, crosscall2's C-entry side and the
 // other C-ABI entries the runtime marks) gets a single row with no data
 // words, the format's "RA undefined" marker: the unwinder stops there,
@@ -132,6 +134,7 @@ import (
 	"flag"
 	"internal/abi"
 	"slices"
+	"strings"
 )
 
 var flagSframe = flag.Bool("sframe", true, "emit a .sframe section (SFrame v3) in a PT_GNU_SFRAME segment (linux/amd64, linux/arm64, internal linking)")
@@ -382,7 +385,7 @@ func sframeRows(ctxt *Link, st *sframeState, s loader.Sym, fi loader.FuncInfo) [
 	ldr := ctxt.loader
 	rows := st.rows[:0]
 	defer func() { st.rows = rows[:0] }()
-	if fi.TopFrame() || sframeSignalTrampoline(ldr.SymName(s)) || ldr.SymName(s) == "runtime.mcall" {
+	if name := ldr.SymName(s); fi.TopFrame() || sframeSignalTrampoline(name) || name == "runtime.mcall" || strings.HasPrefix(name, "_rt0_") {
 		return append(rows, sframeRow{undefined: true})
 	}
 	code := ldr.Data(s)

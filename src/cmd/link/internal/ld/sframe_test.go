@@ -264,7 +264,8 @@ func checkSframe(t *testing.T, f *elf.File, goarch string) {
 	}
 
 	// The outermost frames end the walk; signal trampolines say so.
-	for _, name := range []string{"runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0", "runtime.sigtramp.abi0"} {
+	for _, name := range []string{"runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0", "runtime.sigtramp.abi0",
+		"_rt0_" + goarch + "_linux", "_rt0_" + goarch} {
 		fde, ok := named[name]
 		if !ok {
 			t.Errorf("no FDE for %s", name)
