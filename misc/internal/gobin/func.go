@@ -123,7 +123,7 @@ type ValueRun struct {
 
 // walkTable calls fn for each run of the pc-value table at off, in PC
 // order, until fn returns false; it reports whether the table was read to
-// f's end. A table describes f's code only, one step per value change, so a
+// its end (f's end, or a terminator before the alignment padding). A table describes f's code only, one step per value change, so a
 // table that runs past f's end, or takes more steps than f has
 // instructions, is corrupt: the walk costs at most f's size, whatever the
 // bytes say.
@@ -137,8 +137,11 @@ func (f *Func) walkTable(off uint32, fn func(ValueRun) bool) bool {
 	maxSteps := (f.End-f.Entry)/b.Quantum + 1
 	for step, first := uint64(0), true; step < maxSteps && pc < f.End; step, first = step+1, false {
 		uv, n := uvarint(p)
-		if n <= 0 || uv == 0 && !first {
+		if n <= 0 {
 			return false
+		}
+		if uv == 0 && !first {
+			return true // the end of the table: the rest of f is padding
 		}
 		p = p[n:]
 		val += int32(-(uv & 1) ^ (uv >> 1))
@@ -159,6 +162,9 @@ func (f *Func) walkTable(off uint32, fn func(ValueRun) bool) bool {
 // SPDeltaRuns returns f's SP-delta table decoded whole (SPDelta for every
 // PC at once), and false if the table is absent or does not reach f's end.
 func (f *Func) SPDeltaRuns() ([]ValueRun, bool) {
+	if f.End == f.Entry || f.field(fPcsp) == 0 {
+		return nil, true // no PC described: a marker such as go:textfipsstart
+	}
 	var runs []ValueRun
 	ok := f.walkTable(f.field(fPcsp), func(r ValueRun) bool {
 		runs = append(runs, r)

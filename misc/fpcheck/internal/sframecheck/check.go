@@ -1,0 +1,331 @@
+// Package sframecheck verifies a Go binary's SFrame table (.sframe) against
+// the binary's own pclntab: for every PC of every function the pclntab
+// lists, an FDE and a row must cover it, and the row's rule must agree with
+// the SP delta and the frame layout (model.go). Stack roots must be marked
+// outermost and signal trampolines as such. The section is read with
+// fpsafe.dev/misc/internal/sframe, written from the specification and not
+// from the linker's writer, so the check is independent of what it checks.
+package sframecheck
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"fpsafe.dev/misc/internal/fpchain"
+	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/sframe"
+)
+
+// Report is the result of checking one binary.
+type Report struct {
+	Path      string   `json:"path"`
+	Arch      string   `json:"arch"`
+	Version   int      `json:"version"`
+	Flags     []string `json:"flags"`
+	Addr      uint64   `json:"addr"`
+	Size      int      `json:"size"`
+	Segment   bool     `json:"pt_gnu_sframe"` // found through a PT_GNU_SFRAME segment
+	Section   bool     `json:"section"`       // a section header names it .sframe
+	FDEs      int      `json:"fdes"`
+	FREs      int      `json:"fres"`
+	OtherFDEs int      `json:"fdes_outside_go"` // FDEs starting outside every pclntab function (C code)
+
+	Funcs        int      `json:"funcs"`
+	FuncsCovered int      `json:"funcs_covered"` // every PC covered
+	Unreadable   []string `json:"funcs_unreadable,omitempty"`
+	PCs          int      `json:"pcs"`
+	PCsUncovered int      `json:"pcs_uncovered"`
+	PCsDisagree  int      `json:"pcs_disagreeing"`
+
+	Marks         []Mark    `json:"marks"`
+	NGaps         int       `json:"uncovered_ranges"`
+	Gaps          []Finding `json:"uncovered"`
+	NDisagree     int       `json:"disagreement_ranges"`
+	Disagreements []Finding `json:"disagreements"`
+
+	limit int
+	// The last range counted past the limit, to extend instead of count.
+	lastFunc, lastWhat string
+	lastOff            uint64
+}
+
+// A Mark is the check of a function the section must mark: a stack root
+// (outermost at every PC) or a signal trampoline (the FDE's signal bit).
+type Mark struct {
+	Func string `json:"func"`
+	Want string `json:"want"` // "outermost" or "signal"
+	OK   bool   `json:"ok"`
+	Note string `json:"note,omitempty"`
+}
+
+// A Finding is a range of PCs of one function with the same problem.
+type Finding struct {
+	Func       string `json:"func"`
+	Addr       uint64 `json:"addr"`
+	Start, End uint64 `json:"-"` // offsets from the entry
+	Range      string `json:"range"`
+	What       string `json:"what"`
+}
+
+// Findings counts what makes the check fail.
+func (r *Report) Findings() int {
+	n := r.NGaps + r.NDisagree + len(r.Unreadable)
+	for _, m := range r.Marks {
+		if !m.OK {
+			n++
+		}
+	}
+	if !r.Segment {
+		n++
+	}
+	return n
+}
+
+// Check checks b's SFrame table, listing at most limit findings of each
+// kind. The error is for a table that is absent or cannot be decoded.
+func Check(b *gobin.Binary, limit int) (*Report, error) {
+	sd, err := b.SFrame()
+	if err != nil {
+		return nil, err
+	}
+	sec, err := sframe.Decode(sd.Data, sd.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: .sframe: %w", b.Path, err)
+	}
+	wantABI := uint8(sframe.ABIAMD64LE)
+	if b.Arch == "arm64" {
+		wantABI = sframe.ABIAArch64LE
+	}
+	if sec.ABI != wantABI {
+		return nil, fmt.Errorf("%s: .sframe: %w: ABI %d in an %s binary", b.Path, sframe.ErrCorrupt, sec.ABI, b.Arch)
+	}
+	r := &Report{Path: b.Path, Arch: b.Arch, Version: int(sec.Version), Addr: sd.Addr, Size: len(sd.Data),
+		Segment: sd.Segment, Section: sd.Section, FDEs: len(sec.FDEs), FREs: int(sec.NumFREs), limit: limit}
+	for bit, name := range map[uint8]string{sframe.FlagFDESorted: "fde-sorted", sframe.FlagFuncStartPCRel: "func-start-pcrel"} {
+		if sec.Flags&bit != 0 {
+			r.Flags = append(r.Flags, name)
+		}
+	}
+	slices.Sort(r.Flags)
+	for i := range sec.FDEs {
+		if b.FindFunc(sec.FDEs[i].Start) == nil {
+			r.OtherFDEs++
+		}
+	}
+	signal := map[string]bool{}
+	for _, n := range fpchain.SignalEntries {
+		signal[n] = true
+	}
+	for i := range b.Funcs {
+		r.checkFunc(b, sec, &b.Funcs[i], signal)
+	}
+	return r, nil
+}
+
+// stackRoot reports whether every PC of the function named name must be
+// outermost: the bottoms of goroutine and thread stacks, and the process
+// entry.
+func stackRoot(arch, name string) bool {
+	return slices.Contains(fpchain.StackRoots, name) || name == "_rt0_"+arch || name == "_rt0_"+arch+"_linux"
+}
+
+func (r *Report) checkFunc(b *gobin.Binary, sec *sframe.Section, f *gobin.Func, signal map[string]bool) {
+	r.Funcs++
+	m, ok := NewModel(b, f)
+	if !ok {
+		r.Unreadable = append(r.Unreadable, f.Name)
+		return
+	}
+	root := stackRoot(b.Arch, f.Name)
+	// A chain may end at a documented root, or where a function switches
+	// stacks (the pclntab's SP delta no longer describes the frame): an
+	// outermost rule there loses no frame the frame-pointer walk would find.
+	mayEnd := fpchain.IsRoot(f.Name) || f.SPWrite()
+	gaps, disagree, outermost := r.NGaps, r.NDisagree, true
+	if fde := sec.Lookup(f.Entry); fde != nil {
+		if fde.Start != f.Entry || fde.End() != f.End {
+			r.disagree(f, f.Entry, b.Quantum, fmt.Sprintf("FDE [%#x, %#x) does not match the function [%#x, %#x)", fde.Start, fde.End(), f.Entry, f.End))
+		}
+		switch {
+		case signal[f.Name]:
+			r.Marks = append(r.Marks, Mark{Func: f.Name, Want: "signal", OK: fde.Signal()})
+		case fde.Signal():
+			r.disagree(f, f.Entry, b.Quantum, "FDE has the signal-trampoline bit, but the function is no signal handler entry")
+		}
+	} else if signal[f.Name] {
+		r.Marks = append(r.Marks, Mark{Func: f.Name, Want: "signal", Note: "no FDE"})
+	}
+	for _, run := range m.runs {
+		for pc := run.Start; pc < run.End; pc += b.Quantum {
+			r.PCs++
+			rule, err := sec.RuleAt(pc)
+			if err != nil {
+				if fde := sec.Lookup(pc); fde != nil && fde.FREAt(pc) != nil {
+					r.disagree(f, pc, b.Quantum, err.Error()) // a row that makes no rule
+				} else {
+					r.PCsUncovered++
+					r.NGaps += r.add(&r.Gaps, f, pc, b.Quantum, errText(err))
+				}
+				outermost = false
+				continue
+			}
+			outermost = outermost && rule.Outermost
+			var what string
+			switch {
+			case root && !rule.Outermost:
+				what = "not outermost, but the function is a stack root"
+			case rule.Outermost && !mayEnd:
+				what = "outermost (RA undefined), but the function has a caller"
+			case !rule.Outermost:
+				what = judge(sec, m, rule, pc, m.expect(pc, run.Value))
+			}
+			if what != "" {
+				r.disagree(f, pc, b.Quantum, what)
+			}
+		}
+	}
+	if root {
+		mk := Mark{Func: f.Name, Want: "outermost", OK: outermost}
+		if !outermost {
+			mk.Note = "not outermost at every PC"
+		}
+		r.Marks = append(r.Marks, mk)
+	}
+	if r.NGaps == gaps && r.NDisagree == disagree {
+		r.FuncsCovered++
+	}
+}
+
+func errText(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case strings.Contains(err.Error(), sframe.ErrNoFDE.Error()):
+		return sframe.ErrNoFDE.Error()
+	}
+	return sframe.ErrNoFRE.Error()
+}
+
+func (r *Report) disagree(f *gobin.Func, pc, step uint64, what string) {
+	r.PCsDisagree++
+	r.NDisagree += r.add(&r.Disagreements, f, pc, step, what)
+}
+
+// add records pc in list, extending the last finding if it is the same
+// problem at the previous PC of the same function; it returns 1 if it
+// starts a new range.
+func (r *Report) add(list *[]Finding, f *gobin.Func, pc, step uint64, what string) int {
+	off := pc - f.Entry
+	if n := len(*list); n > 0 {
+		last := &(*list)[n-1]
+		if last.Func == f.Name && last.What == what && last.End == off {
+			last.End = off + step
+			last.Range = rangeText(last.Start, last.End)
+			return 0
+		}
+	}
+	if len(*list) < r.limit {
+		*list = append(*list, Finding{Func: f.Name, Addr: pc, Start: off, End: off + step, Range: rangeText(off, off+step), What: what})
+		return 1
+	}
+	// Past the limit, count ranges without listing them: compare with a
+	// one-entry memory of the last range seen.
+	if r.lastOff == off && r.lastFunc == f.Name && r.lastWhat == what {
+		r.lastOff = off + step
+		return 0
+	}
+	r.lastFunc, r.lastWhat, r.lastOff = f.Name, what, off+step
+	return 1
+}
+
+func rangeText(start, end uint64) string {
+	return fmt.Sprintf("+%#x..+%#x", start, end)
+}
+
+// judge compares a rule that is not outermost with the model at pc; it
+// returns "" when they agree.
+func judge(sec *sframe.Section, m *Model, rule sframe.Rule, pc uint64, e Expected) string {
+	var bad []string
+	cfa := rule.CFA
+	switch {
+	case cfa.Where == sframe.FromReg && !cfa.Deref && cfa.Reg == sec.SPReg():
+		if cfa.Offset != e.CFA {
+			bad = append(bad, fmt.Sprintf("CFA is SP%+d, the pclntab's SP delta %d gives SP%+d", cfa.Offset, e.SPDelta, e.CFA))
+		}
+	case cfa.Where == sframe.FromReg && !cfa.Deref && cfa.Reg == sec.FPReg():
+		if !m.InRecord(pc, e) {
+			bad = append(bad, fmt.Sprintf("CFA is FP%+d, but the frame pointer does not point at the function's frame record here", cfa.Offset))
+		} else if want := m.RecordCFA(e); cfa.Offset != want {
+			bad = append(bad, fmt.Sprintf("CFA is FP%+d, the frame record gives FP%+d", cfa.Offset, want))
+		}
+	default:
+		bad = append(bad, fmt.Sprintf("CFA is %v, neither SP%+d nor from the frame record", cfa, e.CFA))
+	}
+	switch {
+	case e.RASaved && (rule.RA.Where != sframe.AtCFA || rule.RA.Offset != e.RA):
+		bad = append(bad, fmt.Sprintf("RA is %v, the frame has it at CFA%+d", rule.RA, e.RA))
+	case !e.RASaved && rule.RA.Where != sframe.Untracked:
+		bad = append(bad, fmt.Sprintf("RA is %v, but it is still in the link register", rule.RA))
+	}
+	switch rule.FP.Where {
+	case sframe.Untracked:
+		if m.InRecord(pc, e) {
+			bad = append(bad, fmt.Sprintf("FP untracked, but the register points at this frame's record (the caller's is at CFA%+d)", e.FP))
+		}
+	case sframe.AtCFA:
+		if !e.FPSaved {
+			bad = append(bad, fmt.Sprintf("FP is at CFA%+d, but the caller's frame pointer is not saved there at this PC", rule.FP.Offset))
+		} else if rule.FP.Offset != e.FP {
+			bad = append(bad, fmt.Sprintf("FP is at CFA%+d, the frame has it at CFA%+d", rule.FP.Offset, e.FP))
+		}
+	default:
+		bad = append(bad, fmt.Sprintf("FP is %v, not a stack slot", rule.FP))
+	}
+	return strings.Join(bad, "; ")
+}
+
+// Write prints the report as text.
+func (r *Report) Write(w io.Writer) {
+	where := "a .sframe section only, in no PT_GNU_SFRAME segment"
+	if r.Segment {
+		where = "PT_GNU_SFRAME segment"
+		if !r.Section {
+			where += " (no .sframe section header)"
+		}
+	}
+	flags := strings.Join(r.Flags, ",")
+	if flags == "" {
+		flags = "none"
+	}
+	fmt.Fprintf(w, "%s: %s, SFrame version %d in %s at %#x, %d bytes, flags %s\n", r.Path, r.Arch, r.Version, where, r.Addr, r.Size, flags)
+	fmt.Fprintf(w, "  FDEs: %d (%d outside Go functions), FREs: %d\n", r.FDEs, r.OtherFDEs, r.FREs)
+	fmt.Fprintf(w, "  functions: %d, %d covered and agreeing at every PC\n", r.Funcs, r.FuncsCovered)
+	fmt.Fprintf(w, "  PCs: %d checked, %d without coverage (%d range(s)), %d disagreeing (%d range(s))\n", r.PCs, r.PCsUncovered, r.NGaps, r.PCsDisagree, r.NDisagree)
+	for _, n := range r.Unreadable {
+		fmt.Fprintf(w, "  unreadable SP-delta table: %s\n", n)
+	}
+	for _, m := range r.Marks {
+		res := "ok"
+		if !m.OK {
+			res = "FAIL"
+		}
+		note := ""
+		if m.Note != "" {
+			note = ": " + m.Note
+		}
+		fmt.Fprintf(w, "  %-4s %-28s %s%s\n", res, m.Func, m.Want, note)
+	}
+	list := func(title string, n int, fs []Finding) {
+		if n == 0 {
+			return
+		}
+		fmt.Fprintf(w, "%s (%d of %d range(s)):\n", title, len(fs), n)
+		for _, f := range fs {
+			fmt.Fprintf(w, "  %s%s (%#x): %s\n", f.Func, f.Range, f.Addr, f.What)
+		}
+	}
+	list("without coverage", r.NGaps, r.Gaps)
+	list("disagreements", r.NDisagree, r.Disagreements)
+}
