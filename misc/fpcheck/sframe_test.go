@@ -267,3 +267,50 @@ func TestSFrameBadInput(t *testing.T) {
 		t.Errorf("no file: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// TestSFrameSectionOnly: a table in a section named .sframe but in no
+// PT_GNU_SFRAME segment is found, checked, and reported as a finding. The
+// test renames the Go build-ID note to .sframe and writes into it a table
+// for main.main alone, so the rest of the functions are reported uncovered.
+func TestSFrameSectionOnly(t *testing.T) {
+	bin := build(t, goTool(), "./testdata/progs/hello", "hello", []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"})
+	b := openBinary(t, bin)
+	s := encodeFromPclntab(t, b)
+	s.Funcs = s.Funcs[funcIndex(t, b, s, "main.main"):][:1]
+	note := b.ELF.Section(".note.go.buildid")
+	if note == nil {
+		t.Fatal("no .note.go.buildid section to rename")
+	}
+	s.Addr = note.Addr
+	sec := s.Encode()
+	if uint64(len(sec)) > note.Size {
+		t.Fatalf("table of %d bytes does not fit in the %d-byte note", len(sec), note.Size)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	shoff, shentsize, shstrndx := le.Uint64(data[0x28:]), uint64(le.Uint16(data[0x3a:])), uint64(le.Uint16(data[0x3e:]))
+	strtab := le.Uint64(data[shoff+shstrndx*shentsize+0x18:]) // the names' sh_offset
+	for i, sh := range b.ELF.Sections {
+		if sh == note {
+			name := le.Uint32(data[shoff+uint64(i)*shentsize:])
+			copy(data[strtab+uint64(name):], ".sframe\x00")
+		}
+	}
+	copy(data[note.Offset:], sec)
+	fake := filepath.Join(t.TempDir(), "hello-section")
+	if err := os.WriteFile(fake, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := fpcheck(t, "sframe", "-n", "1", fake)
+	for _, want := range []string{"in a .sframe section only, in no PT_GNU_SFRAME segment", "FDEs: 1 (0 outside Go functions)", "without coverage (1 of "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code != exitFindings {
+		t.Errorf("exit %d, want %d\n%s", code, exitFindings, stderr)
+	}
+}

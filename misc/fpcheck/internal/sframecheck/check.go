@@ -44,6 +44,7 @@ type Report struct {
 	Gaps          []Finding `json:"uncovered"`
 	NDisagree     int       `json:"disagreement_ranges"`
 	Disagreements []Finding `json:"disagreements"`
+	NFindings     int       `json:"findings"` // Findings(), for -json readers
 
 	limit int
 	// The last range counted past the limit, to extend instead of count.
@@ -121,6 +122,7 @@ func Check(b *gobin.Binary, limit int) (*Report, error) {
 	for i := range b.Funcs {
 		r.checkFunc(b, sec, &b.Funcs[i], signal)
 	}
+	r.NFindings = r.Findings()
 	return r, nil
 }
 
