@@ -106,22 +106,27 @@
 // fpcheck sframe decodes a binary's .sframe (SFrame version 3, read with
 // fpsafe.dev/misc/internal/sframe, which is written from the specification
 // and not from the linker's writer) from its PT_GNU_SFRAME segment, and
-// checks it against the pclntab (internal/sframecheck). For every PC the
-// pclntab's SP-delta table describes, in every function: an FDE and a row
-// cover it; the CFA is SP plus the SP delta (plus 8 on amd64, for the
-// return address), or the frame pointer plus the record's offset where the
-// register points at the function's own frame record; the return address
-// is at CFA-8 on amd64, on arm64 in LR until the frame is allocated and
-// then at the bottom of the frame; the caller's frame pointer is either
-// untracked while the register still holds it, or at the slot the
-// prologue saved it to (CFA-16 on amd64, just below the saved LR on arm64)
-// once it is saved. Stack roots (goexit, mstart, rt0_go, _rt0_*) must be
-// outermost (return address undefined) at every PC, signal handler entries
-// (sigtramp, cgoSigtramp) must carry the FDE's signal-trampoline bit; an
-// outermost rule is accepted in the other documented roots and in
-// functions that switch stacks, and nowhere else. A table found only as a
-// section, outside a PT_GNU_SFRAME segment, is a finding too. The report
-// counts functions, PCs, PCs without coverage and disagreeing PCs, and
+// checks it against the pclntab and the prologues (internal/sframecheck).
+// For every instruction the pclntab's SP-delta table describes, in every
+// function: an FDE and a row cover it (the FDE starting at the entry and
+// ending at the end of the code or of its padding); the CFA is SP plus the
+// SP delta (plus 8 on amd64, for the return address; plus 16 on arm64 in
+// asyncPreempt and debugCallV2, whose calls the signal handler injects), or
+// the frame pointer plus the record's offset where the register points at
+// the function's own frame record; the return address is at CFA-8 on
+// amd64, on arm64 in LR until the frame is allocated and then in the
+// frame record the prologue stored (SP adjustments around a call later do
+// not move it); the caller's frame pointer is either untracked while the
+// register still holds it, or at the slot the prologue saved it to (CFA-16
+// on amd64, just below the saved LR on arm64) once it is saved. Stack roots
+// (goexit, mstart, rt0_go, _rt0_*) must be outermost (return address
+// undefined) at every instruction, signal handler entries (sigtramp,
+// cgoSigtramp) must carry the FDE's signal bit; the bit is accepted on
+// fpchain.SignalFrames only. An outermost rule is accepted in the other
+// documented roots, in functions that switch stacks and in signal frames,
+// and nowhere else. A table found only as a section, outside a
+// PT_GNU_SFRAME segment, is a finding too. The report counts functions,
+// instructions, instructions without coverage and disagreeing ones, and
 // lists the first N ranges of each (-n).
 //
 // # Tests

@@ -50,6 +50,7 @@ type Report struct {
 	// The last range counted past the limit, to extend instead of count.
 	lastFunc, lastWhat string
 	lastOff            uint64
+	prev               uint64 // offset of the function's previous instruction, or noPrev
 }
 
 // A Mark is the check of a function the section must mark: a stack root
@@ -115,12 +116,8 @@ func Check(b *gobin.Binary, limit int) (*Report, error) {
 			r.OtherFDEs++
 		}
 	}
-	signal := map[string]bool{}
-	for _, n := range fpchain.SignalEntries {
-		signal[n] = true
-	}
 	for i := range b.Funcs {
-		r.checkFunc(b, sec, &b.Funcs[i], signal)
+		r.checkFunc(b, sec, &b.Funcs[i])
 	}
 	r.NFindings = r.Findings()
 	return r, nil
@@ -133,7 +130,7 @@ func stackRoot(arch, name string) bool {
 	return slices.Contains(fpchain.StackRoots, name) || name == "_rt0_"+arch || name == "_rt0_"+arch+"_linux"
 }
 
-func (r *Report) checkFunc(b *gobin.Binary, sec *sframe.Section, f *gobin.Func, signal map[string]bool) {
+func (r *Report) checkFunc(b *gobin.Binary, sec *sframe.Section, f *gobin.Func) {
 	r.Funcs++
 	m, ok := NewModel(b, f)
 	if !ok {
@@ -144,50 +141,55 @@ func (r *Report) checkFunc(b *gobin.Binary, sec *sframe.Section, f *gobin.Func, 
 	// A chain may end at a documented root, or where a function switches
 	// stacks (the pclntab's SP delta no longer describes the frame): an
 	// outermost rule there loses no frame the frame-pointer walk would find.
+	// A signal frame may be outermost too: past it, an unwinder reads the
+	// interrupted context from the kernel's signal frame.
 	mayEnd := fpchain.IsRoot(f.Name) || f.SPWrite()
 	gaps, disagree, outermost := r.NGaps, r.NDisagree, true
+	r.prev = noPrev
 	if fde := sec.Lookup(f.Entry); fde != nil {
-		if fde.Start != f.Entry || fde.End() != f.End {
-			r.disagree(f, f.Entry, b.Quantum, fmt.Sprintf("FDE [%#x, %#x) does not match the function [%#x, %#x)", fde.Start, fde.End(), f.Entry, f.End))
+		mayEnd = mayEnd || fde.Signal() && slices.Contains(fpchain.SignalFrames, f.Name)
+		// The FDE may end where the code does or take in the padding.
+		if end := fde.End(); fde.Start != f.Entry || end < m.CodeEnd() || end > f.End {
+			r.disagree(f, f.Entry, fmt.Sprintf("FDE [%#x, %#x) does not match the function's code [%#x, %#x) (padded to %#x)", fde.Start, end, f.Entry, m.CodeEnd(), f.End))
 		}
 		switch {
-		case signal[f.Name]:
+		case slices.Contains(fpchain.SignalEntries, f.Name):
 			r.Marks = append(r.Marks, Mark{Func: f.Name, Want: "signal", OK: fde.Signal()})
-		case fde.Signal():
-			r.disagree(f, f.Entry, b.Quantum, "FDE has the signal-trampoline bit, but the function is no signal handler entry")
+		case fde.Signal() && !slices.Contains(fpchain.SignalFrames, f.Name):
+			r.disagree(f, f.Entry, "FDE has the signal-frame bit, but the function is no signal handler entry or return")
 		}
-	} else if signal[f.Name] {
+	} else if slices.Contains(fpchain.SignalEntries, f.Name) {
 		r.Marks = append(r.Marks, Mark{Func: f.Name, Want: "signal", Note: "no FDE"})
 	}
-	for _, run := range m.runs {
-		for pc := run.Start; pc < run.End; pc += b.Quantum {
-			r.PCs++
-			rule, err := sec.RuleAt(pc)
-			if err != nil {
-				if fde := sec.Lookup(pc); fde != nil && fde.FREAt(pc) != nil {
-					r.disagree(f, pc, b.Quantum, err.Error()) // a row that makes no rule
-				} else {
-					r.PCsUncovered++
-					r.NGaps += r.add(&r.Gaps, f, pc, b.Quantum, errText(err))
-				}
-				outermost = false
-				continue
+	m.Insts(func(pc uint64, e Expected) {
+		r.PCs++
+		rule, err := sec.RuleAt(pc)
+		if err != nil {
+			if fde := sec.Lookup(pc); fde != nil && fde.FREAt(pc) != nil {
+				r.disagree(f, pc, err.Error()) // a row that makes no rule
+			} else {
+				r.PCsUncovered++
+				r.NGaps += r.add(&r.Gaps, f, pc, errText(err))
 			}
-			outermost = outermost && rule.Outermost
-			var what string
-			switch {
-			case root && !rule.Outermost:
-				what = "not outermost, but the function is a stack root"
-			case rule.Outermost && !mayEnd:
-				what = "outermost (RA undefined), but the function has a caller"
-			case !rule.Outermost:
-				what = judge(sec, m, rule, pc, m.expect(pc, run.Value))
-			}
-			if what != "" {
-				r.disagree(f, pc, b.Quantum, what)
-			}
+			outermost = false
+			r.prev = pc - f.Entry
+			return
 		}
-	}
+		outermost = outermost && rule.Outermost
+		var what string
+		switch {
+		case root && !rule.Outermost:
+			what = "not outermost, but the function is a stack root"
+		case rule.Outermost && !mayEnd:
+			what = "outermost (RA undefined), but the function has a caller"
+		case !rule.Outermost:
+			what = judge(sec, m, rule, pc, e)
+		}
+		if what != "" {
+			r.disagree(f, pc, what)
+		}
+		r.prev = pc - f.Entry
+	})
 	if root {
 		mk := Mark{Func: f.Name, Want: "outermost", OK: outermost}
 		if !outermost {
@@ -210,39 +212,46 @@ func errText(err error) string {
 	return sframe.ErrNoFRE.Error()
 }
 
-func (r *Report) disagree(f *gobin.Func, pc, step uint64, what string) {
+func (r *Report) disagree(f *gobin.Func, pc uint64, what string) {
 	r.PCsDisagree++
-	r.NDisagree += r.add(&r.Disagreements, f, pc, step, what)
+	r.NDisagree += r.add(&r.Disagreements, f, pc, what)
 }
 
-// add records pc in list, extending the last finding if it is the same
-// problem at the previous PC of the same function; it returns 1 if it
-// starts a new range.
-func (r *Report) add(list *[]Finding, f *gobin.Func, pc, step uint64, what string) int {
+// noPrev is Report.prev at a function's first instruction.
+const noPrev = ^uint64(0)
+
+// add records the instruction at pc in list, extending the last finding if
+// it is the same problem at the previous instruction of the same function
+// (r.prev); it returns 1 if it starts a new range. A range is given by its
+// first and last instructions.
+func (r *Report) add(list *[]Finding, f *gobin.Func, pc uint64, what string) int {
 	off := pc - f.Entry
 	if n := len(*list); n > 0 {
 		last := &(*list)[n-1]
-		if last.Func == f.Name && last.What == what && last.End == off {
-			last.End = off + step
+		if last.Func == f.Name && last.What == what && last.End == r.prev {
+			last.End = off
 			last.Range = rangeText(last.Start, last.End)
 			return 0
 		}
 	}
 	if len(*list) < r.limit {
-		*list = append(*list, Finding{Func: f.Name, Addr: pc, Start: off, End: off + step, Range: rangeText(off, off+step), What: what})
+		*list = append(*list, Finding{Func: f.Name, Addr: pc, Start: off, End: off, Range: rangeText(off, off), What: what})
 		return 1
 	}
 	// Past the limit, count ranges without listing them: compare with a
 	// one-entry memory of the last range seen.
-	if r.lastOff == off && r.lastFunc == f.Name && r.lastWhat == what {
-		r.lastOff = off + step
+	if r.lastOff == r.prev && r.lastFunc == f.Name && r.lastWhat == what {
+		r.lastOff = off
 		return 0
 	}
-	r.lastFunc, r.lastWhat, r.lastOff = f.Name, what, off+step
+	r.lastFunc, r.lastWhat, r.lastOff = f.Name, what, off
 	return 1
 }
 
 func rangeText(start, end uint64) string {
+	if start == end {
+		return fmt.Sprintf("+%#x", start)
+	}
 	return fmt.Sprintf("+%#x..+%#x", start, end)
 }
 
@@ -304,7 +313,7 @@ func (r *Report) Write(w io.Writer) {
 	fmt.Fprintf(w, "%s: %s, SFrame version %d in %s at %#x, %d bytes, flags %s\n", r.Path, r.Arch, r.Version, where, r.Addr, r.Size, flags)
 	fmt.Fprintf(w, "  FDEs: %d (%d outside Go functions), FREs: %d\n", r.FDEs, r.OtherFDEs, r.FREs)
 	fmt.Fprintf(w, "  functions: %d, %d covered and agreeing at every PC\n", r.Funcs, r.FuncsCovered)
-	fmt.Fprintf(w, "  PCs: %d checked, %d without coverage (%d range(s)), %d disagreeing (%d range(s))\n", r.PCs, r.PCsUncovered, r.NGaps, r.PCsDisagree, r.NDisagree)
+	fmt.Fprintf(w, "  PCs: %d instructions checked, %d without coverage (%d range(s)), %d disagreeing (%d range(s))\n", r.PCs, r.PCsUncovered, r.NGaps, r.PCsDisagree, r.NDisagree)
 	for _, n := range r.Unreadable {
 		fmt.Fprintf(w, "  unreadable SP-delta table: %s\n", n)
 	}
