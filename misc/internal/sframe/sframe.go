@@ -1,6 +1,7 @@
 // Package sframe decodes an SFrame section (.sframe), version 3, as "The
-// SFrame format" (binutils 2.46) specifies it, and answers for a PC the
-// unwind rule the section gives there. It is the one SFrame reader under
+// SFrame format" (binutils 2.46) specifies it, answers for a PC the unwind
+// rule the section gives there (RuleAt), and walks a stack with the
+// section alone (Step, Unwind). It is the one SFrame reader under
 // misc/: fpcheck verifies the Go linker's .sframe with it, and it is written
 // from the specification alone, not from the writer's code, so that the
 // check is independent of what it checks.

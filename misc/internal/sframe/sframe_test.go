@@ -227,6 +227,8 @@ func FuzzDecode(f *testing.F) {
 				s.RuleAt(fde.Start + uint64(r.Start))
 			}
 			s.RuleAt(fde.End() - 1)
+			// Every word reads as its address plus 8: the walk climbs.
+			s.Unwind(sframe.Regs{PC: fde.Start, SP: 0x1000}, func(a uint64) (uint64, error) { return a + 8, nil }, 16)
 		}
 		if words > len(data) || len(s.FDEs) > len(data)/sframe.FDEIndexLen {
 			t.Fatalf("%d words and %d FDEs from %d bytes", words, len(s.FDEs), len(data))
