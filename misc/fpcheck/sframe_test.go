@@ -189,7 +189,7 @@ func plantErrors(t *testing.T, b *gobin.Binary, s *sframetest.Section) {
 	// runtime.sigtramp: no signal-trampoline bit.
 	s.Funcs[funcIndex(t, b, *s, "runtime.sigtramp")].Signal = false
 	// fmt.Fprintln: the last row (after the epilogue) claims the frame
-	// pointer still saved.
+	// pointer still saved (amd64), or the return address saved (arm64).
 	fn = &s.Funcs[funcIndex(t, b, *s, "fmt.Fprintln")]
 	last := &fn.Rows[len(fn.Rows)-1]
 	last.Words = append(slices.Clone(last.Words), -16)
@@ -218,21 +218,22 @@ func TestSFrameFake(t *testing.T) {
 
 // TestGoldenSFrame checks the reports of a binary built by upstream
 // go1.27.3 (reproducibly) with a section from its pclntab and the planted
-// errors, as text and JSON.
+// errors, as text and JSON, and as text for arm64.
 func TestGoldenSFrame(t *testing.T) {
-	bin := reproducible(t, "./testdata/progs/hello", "hello", "amd64")
-	b := openBinary(t, bin)
-	s := encodeFromPclntab(t, b)
-	plantErrors(t, b, &s)
-	fake := filepath.Join(t.TempDir(), "hello-sframe")
-	withSFrame(t, bin, fake, s)
 	for _, tc := range []struct {
-		name  string
-		flags []string
+		name, arch string
+		flags      []string
 	}{
-		{"sframe-planted", []string{"-n", "10"}},
-		{"sframe-planted-json", []string{"-json", "-n", "3"}},
+		{"sframe-planted", "amd64", []string{"-n", "10"}},
+		{"sframe-planted-json", "amd64", []string{"-json", "-n", "3"}},
+		{"sframe-planted-arm64", "arm64", []string{"-n", "10"}},
 	} {
+		bin := reproducible(t, "./testdata/progs/hello", "hello", tc.arch)
+		b := openBinary(t, bin)
+		s := encodeFromPclntab(t, b)
+		plantErrors(t, b, &s)
+		fake := filepath.Join(t.TempDir(), "hello-sframe")
+		withSFrame(t, bin, fake, s)
 		code, stdout, stderr := fpcheck(t, append(append([]string{"sframe"}, tc.flags...), fake)...)
 		if code != exitFindings {
 			t.Errorf("%s: exit %d, want %d", tc.name, code, exitFindings)
