@@ -13,8 +13,9 @@ func cmdSFrame(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fpcheck sframe", flag.ContinueOnError)
 	jsonOut := fs.Bool("json", false, "print one JSON report per file instead of text")
 	limit := fs.Int("n", 20, "list at most `N` ranges of each kind of finding")
+	dump := fs.String("d", "", "print, for each instruction of function `name`, the model, the table's rule and the verdict, and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: fpcheck sframe [-json] [-n N] BINARY...\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: fpcheck sframe [-json] [-n N] [-d FUNC] BINARY...\n\n"+
 			"Checks a Go binary's SFrame table: a version 3 .sframe in a PT_GNU_SFRAME\n"+
 			"segment; for every PC of every function in the pclntab, an FDE and a row\n"+
 			"that cover it, with a rule that agrees with the pclntab's SP delta and the\n"+
@@ -31,17 +32,20 @@ func cmdSFrame(args []string, stdout, stderr io.Writer) error {
 		return &usageError{msg: fmt.Sprintf("-n %d: the limit must be 0 or more", *limit)}
 	}
 	return eachFile(fs.Args(), func(path string) error {
-		return checkSFrame(stdout, path, *limit, *jsonOut)
+		return checkSFrame(stdout, path, *dump, *limit, *jsonOut)
 	})
 }
 
-// checkSFrame reports on one file.
-func checkSFrame(stdout io.Writer, path string, limit int, jsonOut bool) error {
+// checkSFrame reports on one file, or details function dump in it.
+func checkSFrame(stdout io.Writer, path, dump string, limit int, jsonOut bool) error {
 	b, err := gobin.Open(path)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	if dump != "" {
+		return sframecheck.Dump(stdout, b, dump)
+	}
 	r, err := sframecheck.Check(b, limit)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@
 //	fpcheck run [-timeout D] [-q] -- CMD ARGS
 //	fpcheck perf [-json] [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS
 //	fpcheck perf [-json] -i FILE                   check a recorded perf script
-//	fpcheck sframe [-json] [-n N] BINARY...        check a binary's SFrame table
+//	fpcheck sframe [-json] [-n N] [-d FUNC] BINARY... check a binary's SFrame table
 //
 // Exit status: 0 clean, 1 findings, 2 usage error (bad flags or
 // arguments), 3 failure (a package that does not load, a bad file, not ELF,

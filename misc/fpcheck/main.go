@@ -117,7 +117,7 @@ func analyze(args []string, stdout, stderr io.Writer) error {
 			"       fpcheck run [-timeout D] [-q] -- CMD ARGS...\n"+
 			"       fpcheck perf [-json] [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n"+
 			"       fpcheck perf [-json] -i FILE\n"+
-			"       fpcheck sframe [-json] [-n N] BINARY...\n\n"+
+			"       fpcheck sframe [-json] [-n N] [-d FUNC] BINARY...\n\n"+
 			"Analyses Go assembly (amd64, arm64) for frame-pointer chains that do not end or\n"+
 			"link where they must. Analyzers:\n")
 		for _, a := range asmfp.Analyzers {

@@ -137,17 +137,10 @@ func (r *Report) checkFunc(b *gobin.Binary, sec *sframe.Section, f *gobin.Func) 
 		r.Unreadable = append(r.Unreadable, f.Name)
 		return
 	}
-	root := stackRoot(b.Arch, f.Name)
-	// A chain may end at a documented root, or where a function switches
-	// stacks (the pclntab's SP delta no longer describes the frame): an
-	// outermost rule there loses no frame the frame-pointer walk would find.
-	// A signal frame may be outermost too: past it, an unwinder reads the
-	// interrupted context from the kernel's signal frame.
-	mayEnd := fpchain.IsRoot(f.Name) || f.SPWrite()
+	root, mayEnd := roles(b, sec, f)
 	gaps, disagree, outermost := r.NGaps, r.NDisagree, true
 	r.prev = noPrev
 	if fde := sec.Lookup(f.Entry); fde != nil {
-		mayEnd = mayEnd || fde.Signal() && slices.Contains(fpchain.SignalFrames, f.Name)
 		// The FDE may end where the code does or take in the padding.
 		if end := fde.End(); fde.Start != f.Entry || end < m.CodeEnd() || end > f.End {
 			r.disagree(f, f.Entry, fmt.Sprintf("FDE [%#x, %#x) does not match the function's code [%#x, %#x) (padded to %#x)", fde.Start, end, f.Entry, m.CodeEnd(), f.End))
@@ -176,16 +169,7 @@ func (r *Report) checkFunc(b *gobin.Binary, sec *sframe.Section, f *gobin.Func) 
 			return
 		}
 		outermost = outermost && rule.Outermost
-		var what string
-		switch {
-		case root && !rule.Outermost:
-			what = "not outermost, but the function is a stack root"
-		case rule.Outermost && !mayEnd:
-			what = "outermost (RA undefined), but the function has a caller"
-		case !rule.Outermost:
-			what = judge(sec, m, rule, pc, e)
-		}
-		if what != "" {
+		if what := verdict(sec, m, rule, pc, e, root, mayEnd); what != "" {
 			r.disagree(f, pc, what)
 		}
 		r.prev = pc - f.Entry
@@ -253,6 +237,34 @@ func rangeText(start, end uint64) string {
 		return fmt.Sprintf("+%#x", start)
 	}
 	return fmt.Sprintf("+%#x..+%#x", start, end)
+}
+
+// roles says whether every instruction of f must be outermost (a stack
+// root), and whether any may be. A chain may end at a documented root, or
+// where a function switches stacks (the pclntab's SP delta no longer
+// describes the frame): an outermost rule there loses no frame the
+// frame-pointer walk would find. A signal frame may be outermost too: past
+// it, an unwinder reads the interrupted context from the kernel's signal
+// frame.
+func roles(b *gobin.Binary, sec *sframe.Section, f *gobin.Func) (root, mayEnd bool) {
+	mayEnd = fpchain.IsRoot(f.Name) || f.SPWrite()
+	if fde := sec.Lookup(f.Entry); fde != nil && fde.Signal() && slices.Contains(fpchain.SignalFrames, f.Name) {
+		mayEnd = true
+	}
+	return stackRoot(b.Arch, f.Name), mayEnd
+}
+
+// verdict judges the rule at one instruction; "" when it is right.
+func verdict(sec *sframe.Section, m *Model, rule sframe.Rule, pc uint64, e Expected, root, mayEnd bool) string {
+	switch {
+	case root && !rule.Outermost:
+		return "not outermost, but the function is a stack root"
+	case rule.Outermost && !mayEnd:
+		return "outermost (RA undefined), but the function has a caller"
+	case !rule.Outermost:
+		return judge(sec, m, rule, pc, e)
+	}
+	return ""
 }
 
 // judge compares a rule that is not outermost with the model at pc; it
@@ -339,4 +351,51 @@ func (r *Report) Write(w io.Writer) {
 	}
 	list("without coverage", r.NGaps, r.Gaps)
 	list("disagreements", r.NDisagree, r.Disagreements)
+}
+
+// Dump writes, for each instruction of the function named name, the
+// pclntab's SP delta, the model's expectation, the table's rule and the
+// verdict: the detail behind a report's line.
+func Dump(w io.Writer, b *gobin.Binary, name string) error {
+	f := b.LookupFunc(name)
+	if f == nil {
+		return fmt.Errorf("no function %q in the pclntab", name)
+	}
+	sd, err := b.SFrame()
+	if err != nil {
+		return err
+	}
+	sec, err := sframe.Decode(sd.Data, sd.Addr)
+	if err != nil {
+		return fmt.Errorf("%s: .sframe: %w", b.Path, err)
+	}
+	m, ok := NewModel(b, f)
+	if !ok {
+		return fmt.Errorf("%s: the SP-delta table does not describe the whole function", name)
+	}
+	if fde := sec.Lookup(f.Entry); fde != nil {
+		fmt.Fprintf(w, "%s: FDE [%#x, %#x), %d rows, signal %v\n", name, fde.Start, fde.End(), len(fde.FREs), fde.Signal())
+	}
+	root, mayEnd := roles(b, sec, f)
+	m.Insts(func(pc uint64, e Expected) {
+		rule, err := sec.RuleAt(pc)
+		got, what := rule.String(), ""
+		if err != nil {
+			got, what = err.Error(), "uncovered"
+		} else {
+			what = verdict(sec, m, rule, pc, e, root, mayEnd)
+		}
+		if what == "" {
+			what = "ok"
+		}
+		fmt.Fprintf(w, "  +%#-6x spd %-4d want CFA=SP%+d RA=%s FP=%s | %s | %s\n", pc-f.Entry, e.SPDelta, e.CFA, savedAt(e.RASaved, e.RA), savedAt(e.FPSaved, e.FP), got, what)
+	})
+	return nil
+}
+
+func savedAt(saved bool, off int32) string {
+	if !saved {
+		return "reg"
+	}
+	return fmt.Sprintf("CFA%+d", off)
 }
