@@ -228,7 +228,9 @@ func FuzzDecode(f *testing.F) {
 			}
 			s.RuleAt(fde.End() - 1)
 			// Every word reads as its address plus 8: the walk climbs.
-			s.Unwind(sframe.Regs{PC: fde.Start, SP: 0x1000}, func(a uint64) (uint64, error) { return a + 8, nil }, 16)
+			// and a signal frame resumes 16 bytes higher.
+			s.Unwind(sframe.Regs{PC: fde.Start, SP: 0x1000}, func(a uint64) (uint64, error) { return a + 8, nil }, 16,
+				func(r sframe.Regs, cfa uint64) (sframe.Regs, bool) { return sframe.Regs{PC: cfa, SP: r.SP + 16}, true })
 		}
 		if words > len(data) || len(s.FDEs) > len(data)/sframe.FDEIndexLen {
 			t.Fatalf("%d words and %d FDEs from %d bytes", words, len(s.FDEs), len(data))

@@ -82,11 +82,17 @@ func (s *Section) Step(regs Regs, lookup uint64, read func(addr uint64) (uint64,
 
 // Unwind walks the stack from regs with the section alone and returns the
 // PCs of the frames, innermost first: regs.PC, then return addresses. It
-// stops at an outermost frame, at a signal frame (the interrupted context
-// is the kernel's to describe), after max frames, or at the first error,
-// which it returns with the frames found so far; a PC no FDE covers ends
-// the walk with an error wrapping ErrNoFDE.
-func (s *Section) Unwind(regs Regs, read func(addr uint64) (uint64, error), max int) ([]uint64, error) {
+// stops at an outermost frame, after max frames, at an SP-based CFA that
+// does not climb, or at the first error, which it returns with the frames
+// found so far; a PC no FDE covers ends the walk with an error wrapping
+// ErrNoFDE. At a signal frame (the handler entry, or the signal-return
+// trampoline) the interrupted registers are the kernel's to describe:
+// signal, if not nil, is given the frame's registers and its CFA (0 if the
+// rule is outermost and gives none), finds the kernel's signal frame (at
+// the CFA in a handler, at SP in the return trampoline) and returns the
+// registers saved there, and the walk goes on from the interrupted PC;
+// without it, or if it returns false, the walk stops.
+func (s *Section) Unwind(regs Regs, read func(addr uint64) (uint64, error), max int, signal func(frame Regs, cfa uint64) (Regs, bool)) ([]uint64, error) {
 	pcs := []uint64{regs.PC}
 	lookup := regs.PC
 	for len(pcs) < max {
@@ -94,13 +100,33 @@ func (s *Section) Unwind(regs Regs, read func(addr uint64) (uint64, error), max 
 		if err != nil {
 			return pcs, err
 		}
-		if rule.Outermost || rule.Signal {
+		if rule.Signal {
+			cfa := uint64(0)
+			if !rule.Outermost {
+				cfa = caller.SP
+			}
+			if signal == nil {
+				return pcs, nil
+			}
+			interrupted, ok := signal(regs, cfa)
+			if !ok {
+				return pcs, nil
+			}
+			regs, lookup = interrupted, interrupted.PC // not a return address
+			pcs = append(pcs, regs.PC)
+			continue
+		}
+		if rule.Outermost {
 			return pcs, nil
 		}
-		// Each frame's CFA is above its SP, except in an AArch64 leaf that
-		// has not allocated a frame (its return address in LR).
+		// A CFA from the stack pointer is above it, except in an AArch64
+		// leaf that has not allocated a frame (its return address in LR).
+		// One from the frame pointer may be anywhere: a frame record that
+		// links to another stack is how Go's stack switches (systemstack,
+		// cgo callbacks) describe the caller.
 		leaf := s.ABI != ABIAMD64LE && len(pcs) == 1
-		if caller.SP < regs.SP || caller.SP == regs.SP && !leaf {
+		viaFP := rule.CFA.Where == FromReg && rule.CFA.Reg == s.FPReg()
+		if !viaFP && (caller.SP < regs.SP || caller.SP == regs.SP && !leaf) {
 			return pcs, fmt.Errorf("%w: the CFA %#x at %#x is not above SP %#x", ErrUnwind, caller.SP, regs.PC, regs.SP)
 		}
 		regs, lookup = caller, caller.PC-1

@@ -125,9 +125,16 @@ func Check(b *gobin.Binary, limit int) (*Report, error) {
 
 // stackRoot reports whether every PC of the function named name must be
 // outermost: the bottoms of goroutine and thread stacks, and the process
-// entry.
-func stackRoot(arch, name string) bool {
-	return slices.Contains(fpchain.StackRoots, name) || name == "_rt0_"+arch || name == "_rt0_"+arch+"_linux"
+// entry the kernel jumps to (_rt0_*: in a cgo binary C's _start is the
+// entry instead, fpchain.Roots says).
+func stackRoot(b *gobin.Binary, name string) bool {
+	if slices.Contains(fpchain.StackRoots, name) {
+		return true
+	}
+	r, ok := fpchain.Roots[name]
+	cgo := b.LookupFunc("crosscall2") != nil
+	return ok && strings.HasPrefix(name, "_rt0_") && (r.Arch == "" || r.Arch == b.Arch) &&
+		(r.Cgo == "" || r.Cgo == "yes" && cgo || r.Cgo == "no" && !cgo)
 }
 
 func (r *Report) checkFunc(b *gobin.Binary, sec *sframe.Section, f *gobin.Func) {
@@ -251,7 +258,7 @@ func roles(b *gobin.Binary, sec *sframe.Section, f *gobin.Func) (root, mayEnd bo
 	if fde := sec.Lookup(f.Entry); fde != nil && fde.Signal() && slices.Contains(fpchain.SignalFrames, f.Name) {
 		mayEnd = true
 	}
-	return stackRoot(b.Arch, f.Name), mayEnd
+	return stackRoot(b, f.Name), mayEnd
 }
 
 // verdict judges the rule at one instruction; "" when it is right.
