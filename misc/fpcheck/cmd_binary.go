@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,13 +25,9 @@ func cmdBinary(args []string, stdout, stderr io.Writer) error {
 	if err := parseArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	var errs []error
-	for _, path := range fs.Args() {
-		if err := checkBinary(stdout, path, *dis, *verbose, *jsonOut); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return eachFile(fs.Args(), func(path string) error {
+		return checkBinary(stdout, path, *dis, *verbose, *jsonOut)
+	})
 }
 
 // checkBinary reports on one file, or disassembles function dis in it.
@@ -54,10 +48,7 @@ func checkBinary(stdout io.Writer, path, dis string, verbose, jsonOut bool) erro
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "\t")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(r); err != nil {
+		if err := writeJSON(stdout, r); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -111,10 +110,7 @@ func checkPerfScript(stdout io.Writer, script io.Reader, jsonOut bool) error {
 	c := perfcheck.NewChecker(maxStack())
 	r := c.Check(samples)
 	if jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "\t")
-		enc.SetEscapeHTML(false)
-		err := enc.Encode(struct {
+		err := writeJSON(stdout, struct {
 			*perfcheck.Result
 			Violations int `json:"violations"`
 		}{r, r.Violations()})

@@ -10,11 +10,13 @@
 //	fpcheck run [-timeout D] [-q] -- CMD ARGS
 //	fpcheck perf [-json] [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS
 //	fpcheck perf [-json] -i FILE                   check a recorded perf script
+//	fpcheck sframe [-json] [-n N] [-d FUNC] BINARY... check a binary's SFrame table
 //
 // Exit status: 0 clean, 1 findings, 2 usage error (bad flags or
 // arguments), 3 failure (a package that does not load, a bad file, not ELF,
 // not Go, unsupported architecture, perf missing or refused, a program that
-// crashed, timed out or printed no report).
+// crashed, timed out or printed no report, a binary without an SFrame table
+// or with one that does not decode).
 //
 // # Source mode
 //
@@ -99,6 +101,34 @@
 // C called), or C's in a non-Go shared library such as libc or ld.so. No Go
 // change can make a walk from C's frame pointer valid.
 //
+// # SFrame mode
+//
+// fpcheck sframe decodes a binary's .sframe (SFrame version 3, read with
+// fpsafe.dev/misc/internal/sframe, which is written from the specification
+// and not from the linker's writer) from its PT_GNU_SFRAME segment, and
+// checks it against the pclntab and the prologues (internal/sframecheck).
+// For every instruction the pclntab's SP-delta table describes, in every
+// function: an FDE and a row cover it (the FDE starting at the entry and
+// ending at the end of the code or of its padding); the CFA is SP plus the
+// SP delta (plus 8 on amd64, for the return address; plus 16 on arm64 in
+// asyncPreempt and debugCallV2, whose calls the signal handler injects), or
+// the frame pointer plus the record's offset where the register points at
+// the function's own frame record; the return address is at CFA-8 on
+// amd64, on arm64 in LR until the frame is allocated and then in the
+// frame record the prologue stored (SP adjustments around a call later do
+// not move it); the caller's frame pointer is either untracked while the
+// register still holds it, or at the slot the prologue saved it to (CFA-16
+// on amd64, just below the saved LR on arm64) once it is saved. Stack roots
+// (goexit, mstart, rt0_go, _rt0_*) must be outermost (return address
+// undefined) at every instruction, signal handler entries (sigtramp,
+// cgoSigtramp) must carry the FDE's signal bit; the bit is accepted on
+// fpchain.SignalFrames only. An outermost rule is accepted in the other
+// documented roots, in functions that switch stacks and in signal frames,
+// and nowhere else. A table found only as a section, outside a
+// PT_GNU_SFRAME segment, is a finding too. The report counts functions,
+// instructions, instructions without coverage and disagreeing ones, and
+// lists the first N ranges of each (-n).
+//
 // # Tests
 //
 // The tests call cli in process; only go vet -vettool runs a built fpcheck.
@@ -106,7 +136,12 @@
 // go test -update: binary reports (text, -v, -json) and perf reports (text,
 // -json) of programs built by upstream go1.27.3 (reproducibly, so the files
 // hold on any machine), run reports over a fake program, and the
-// analyzers' diagnostics as text, JSON and go vet prints them.
+// analyzers' diagnostics as text, JSON and go vet prints them, and sframe
+// reports (text, -json) of a program built by upstream go1.27.3 carrying a
+// section that the test encodes from its pclntab (internal/sframe/
+// sframetest) with planted errors: a missing FDE, a wrong CFA, a stack root
+// not outermost, a missing signal bit, a frame pointer claimed saved after
+// the epilogue.
 // TestRootsMatchRuntime checks the shared list of roots and links
 // (fpsafe.dev/misc/internal/fpchain) against the runtime under test.
 //

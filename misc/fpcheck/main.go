@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,7 +27,8 @@ const (
 )
 
 const exitText = "Exit status: 0 clean, 1 findings, 2 usage error, 3 failure (bad input file,\n" +
-	"package that does not load, perf unusable, program crashed or timed out).\n"
+	"package that does not load, perf unusable, program crashed or timed out, no\n" +
+	"SFrame table).\n"
 
 // findingsError says a check ran and found violations; its message, if
 // any, adds what the report does not say.
@@ -99,6 +101,7 @@ var subcommands = map[string]func(args []string, stdout, stderr io.Writer) error
 	"binary": cmdBinary,
 	"run":    cmdRun,
 	"perf":   cmdPerf,
+	"sframe": cmdSFrame,
 }
 
 // analyze is the standalone analysis driver. Diagnostics go to stderr as
@@ -113,7 +116,8 @@ func analyze(args []string, stdout, stderr io.Writer) error {
 			"       fpcheck binary [-json] [-v] [-d FUNC] FILE...\n"+
 			"       fpcheck run [-timeout D] [-q] -- CMD ARGS...\n"+
 			"       fpcheck perf [-json] [-o DIR] [-F HZ] [-timeout D] -- CMD ARGS...\n"+
-			"       fpcheck perf [-json] -i FILE\n\n"+
+			"       fpcheck perf [-json] -i FILE\n"+
+			"       fpcheck sframe [-json] [-n N] [-d FUNC] BINARY...\n\n"+
 			"Analyses Go assembly (amd64, arm64) for frame-pointer chains that do not end or\n"+
 			"link where they must. Analyzers:\n")
 		for _, a := range asmfp.Analyzers {
@@ -176,4 +180,24 @@ func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		return &usageError{}
 	}
 	return nil
+}
+
+// writeJSON prints v as every -json report is printed: indented with tabs,
+// without HTML escapes.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "\t")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// eachFile runs check on every path and joins the errors.
+func eachFile(paths []string, check func(path string) error) error {
+	var errs []error
+	for _, path := range paths {
+		if err := check(path); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

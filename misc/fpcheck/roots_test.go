@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,6 +79,11 @@ func TestRootsMatchRuntime(t *testing.T) {
 			if !seen[name] {
 				t.Errorf("fpchain lists %s, which none of the test programs has", name)
 			}
+		}
+	}
+	for _, name := range slices.Concat(fpchain.SignalFrames, fpchain.InjectedCalls) {
+		if !seen[name] {
+			t.Errorf("fpchain lists %s, which none of the test programs has", name)
 		}
 	}
 

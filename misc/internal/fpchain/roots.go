@@ -65,6 +65,20 @@ var StackRoots = []string{"runtime.goexit", "runtime.mstart", "runtime.rt0_go"}
 // the interrupted registers in the signal frame.
 var SignalEntries = []string{"runtime.sigtramp", "runtime.cgoSigtramp"}
 
+// SignalFrames are the functions an unwind table may mark as signal
+// frames: the handler entries, sigprofNonGoWrapper (SIGPROF's handler on
+// threads Go did not create, entered from the kernel like them), and the
+// signal-return trampoline the kernel plants as a handler's return address
+// (sa_restorer), past which the interrupted context is in the signal frame.
+var SignalFrames = append(SignalEntries[:len(SignalEntries):len(SignalEntries)],
+	"runtime.sigprofNonGoWrapper", "runtime.sigreturn__sigaction")
+
+// InjectedCalls are the functions the runtime's signal handler makes a
+// thread call without a call instruction (pushCall). On arm64 it first
+// pushes 16 bytes holding the interrupted LR, so the caller's SP is 16
+// bytes above the function's entry SP; gentraceback knows that space.
+var InjectedCalls = []string{"runtime.asyncPreempt", "runtime.debugCallV2"}
+
 // CEntries are functions entered from C code or the kernel: they follow
 // the C ABI, in which the frame pointer is callee-saved.
 var CEntries = map[string]string{

@@ -99,35 +99,78 @@ func (b *Binary) u32(p []byte, off uint64) uint32 {
 func (f *Func) field(off uint64) uint32 { return f.b.u32(f.b.pcln, uint64(f.off)+off) }
 
 // pcvalue decodes the pc-value table at off for targetpc; -1 if absent.
-// A table describes f's code only, one step per value change, so a table
-// that runs past f's end, or takes more steps than f has instructions, is
-// corrupt: the walk costs at most f's size, whatever the bytes say.
 func (f *Func) pcvalue(off uint32, targetpc uint64) int32 {
-	b := f.b
-	if off == 0 || uint64(off) >= uint64(len(b.pctab)) || targetpc < f.Entry || targetpc >= f.End {
+	if targetpc < f.Entry || targetpc >= f.End {
 		return -1
+	}
+	val := int32(-1)
+	f.walkTable(off, func(r ValueRun) bool {
+		if targetpc < r.End {
+			val = r.Value
+			return false
+		}
+		return true
+	})
+	return val
+}
+
+// A ValueRun is a PC range [Start, End) over which a pc-value table holds
+// Value.
+type ValueRun struct {
+	Start, End uint64
+	Value      int32
+}
+
+// walkTable calls fn for each run of the pc-value table at off, in PC
+// order, until fn returns false; it reports whether the table was read to
+// its end (f's end, or a terminator before the alignment padding). A table describes f's code only, one step per value change, so a
+// table that runs past f's end, or takes more steps than f has
+// instructions, is corrupt: the walk costs at most f's size, whatever the
+// bytes say.
+func (f *Func) walkTable(off uint32, fn func(ValueRun) bool) bool {
+	b := f.b
+	if off == 0 || uint64(off) >= uint64(len(b.pctab)) {
+		return false
 	}
 	p := b.pctab[off:]
 	pc, val := f.Entry, int32(-1)
 	maxSteps := (f.End-f.Entry)/b.Quantum + 1
 	for step, first := uint64(0), true; step < maxSteps && pc < f.End; step, first = step+1, false {
 		uv, n := uvarint(p)
-		if n <= 0 || uv == 0 && !first {
-			return -1
+		if n <= 0 {
+			return false
+		}
+		if uv == 0 && !first {
+			return true // the end of the table: the rest of f is padding
 		}
 		p = p[n:]
 		val += int32(-(uv & 1) ^ (uv >> 1))
 		pd, n := uvarint(p)
 		if n <= 0 {
-			return -1
+			return false
 		}
 		p = p[n:]
+		start := pc
 		pc += uint64(pd) * b.Quantum
-		if targetpc < pc {
-			return val
+		if !fn(ValueRun{start, min(pc, f.End), val}) {
+			return true
 		}
 	}
-	return -1
+	return pc >= f.End
+}
+
+// SPDeltaRuns returns f's SP-delta table decoded whole (SPDelta for every
+// PC at once), and false if the table is absent or does not reach f's end.
+func (f *Func) SPDeltaRuns() ([]ValueRun, bool) {
+	if f.End == f.Entry || f.field(fPcsp) == 0 {
+		return nil, true // no PC described: a marker such as go:textfipsstart
+	}
+	var runs []ValueRun
+	ok := f.walkTable(f.field(fPcsp), func(r ValueRun) bool {
+		runs = append(runs, r)
+		return true
+	})
+	return runs, ok
 }
 
 func uvarint(p []byte) (uint32, int) {

@@ -75,6 +75,11 @@ func exercise(t testing.TB, b *Binary) {
 			t.Fatalf("Code(%s) returned %d bytes for %d", f.Name, len(code), f.End-f.Entry)
 		}
 		mid := f.Entry + (f.End-f.Entry)/2
+		if runs, ok := f.SPDeltaRuns(); ok && len(runs) > 0 {
+			if last := runs[len(runs)-1]; last.End > f.End || runs[0].Start != f.Entry {
+				t.Fatalf("SPDeltaRuns(%s) covers [%#x, %#x), outside [%#x, %#x)", f.Name, runs[0].Start, last.End, f.Entry, f.End)
+			}
+		}
 		f.SPDelta(mid)
 		f.FileLine(mid)
 		b.Frames(mid, false)
@@ -84,6 +89,11 @@ func exercise(t testing.TB, b *Binary) {
 	}
 	b.FindFunc(b.Text)
 	b.FindFunc(b.Etext)
+	if sd, err := b.SFrame(); err == nil && uint64(len(sd.Data)) > uint64(b.size) {
+		t.Fatalf("SFrame returned %d bytes from a %d-byte file", len(sd.Data), b.size)
+	} else if err != nil && strings.Contains(err.Error(), "\n") {
+		t.Fatalf("SFrame error spans lines: %q", err)
+	}
 }
 
 // checkError insists that a rejected input gets one line of a known kind.
