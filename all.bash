@@ -2,7 +2,8 @@
 # all.bash builds the fork and tests it: make.bash, the patch series round trip, the tools
 # that CI installs, upstream's tests of the packages the fork changes (the runtime's, and the
 # go command's and cmd/internal/objabi's for the version and toolchain patches), the project's
-# own Go modules (misc/, benchmarks/), the stress corpus under fpcheck run, the arm64 runtime
+# own Go modules (misc/, benchmarks/, with the SFrame dynamic check, whose counts it prints), the
+# stress corpus under fpcheck run, the arm64 runtime
 # tests under qemu-user, one quick benchmark round and one callgrind count.
 #
 # Each step's results go to $ALLBASH_LOGS (default goroot-logs/): go test -json streams and
@@ -83,9 +84,11 @@ fi
 	{ echo "all.bash: cannot build misc/allbash"; echo "0 passed, 1 failed"; exit 1; }
 want check && step check exit ./fork check
 want tools && step tools results tools
-want upstream && step upstream results gotest -short -count=1 runtime runtime/pprof runtime/trace internal/trace cmd/internal/obj/... cmd/asm/...
+want upstream && step upstream results gotest -short -count=1 runtime runtime/pprof runtime/trace internal/trace cmd/internal/obj/... cmd/asm/... cmd/link/internal/ld
 want cmdgo && step cmdgo results cmdgo
 want own && step own results own
+# The SFrame dynamic check (misc/golineage's TestSFrameDynamic) runs in the own step; show its counts.
+want own && { grep -ho 'SFrame dynamic check[^"\\]*' "$LOGS/own.json" || echo "all.bash: the own step printed no SFrame dynamic check counts"; }
 want stress && step stress results bash misc/fpcheck/stress.bash "$TOP/goroot" 10s
 want arm64 && step arm64 results bash misc/arm64test/run.bash -count "${ARM64_COUNT:-200}" "$TOP/goroot"
 want bench && step bench exit bash benchmarks/run.bash -quick -strict

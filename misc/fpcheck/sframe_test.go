@@ -346,8 +346,19 @@ func TestSFrameToolchain(t *testing.T) {
 	for _, p := range progs {
 		t.Run(p.name, func(t *testing.T) {
 			bin := build(t, goTool(), p.pkg, p.name, append([]string{"GOOS=linux"}, p.env...), p.flags...)
-			if _, err := openBinary(t, bin).SFrame(); errors.Is(err, gobin.ErrNoSFrame) && p.name == "hello-amd64" {
+			_, err := openBinary(t, bin).SFrame()
+			if errors.Is(err, gobin.ErrNoSFrame) && p.name == "hello-amd64" {
 				t.Skipf("skipping: the toolchain under test writes no SFrame table (%v)", err)
+			}
+			if p.name == "cgocb-external" {
+				// The Go linker keeps .sframe out of the object it hands
+				// the system linker, whose GNU ld 2.40 cannot merge
+				// version 3 (doc/sframe.md): such a binary must carry
+				// no table at all rather than a broken one.
+				if !errors.Is(err, gobin.ErrNoSFrame) {
+					t.Errorf("externally linked: SFrame() = %v, want ErrNoSFrame until the linker supports external linking", err)
+				}
+				return
 			}
 			code, stdout, stderr := fpcheck(t, "sframe", bin)
 			t.Logf("%s%s", stdout, stderr)
