@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Instructions per op of benchmarks/sched benchmarks, upstream go1.27.3
+# Instructions per op of benchmarks/ benchmarks, upstream go1.27.3
 # against the fork, counted by valgrind's callgrind: wall clock on a small
 # shared VM cannot resolve a few percent, instruction counts can. See
 # doc/benchmarks.md. Examples:
 #   benchmarks/callgrind.bash                         # both creation shapes, 15 runs each
 #   benchmarks/callgrind.bash -n 9 -bench CreateGoroutineChain
 #   benchmarks/callgrind.bash fork:lineage=0 fork:lineagestack=32 upstream:tracebackancestors=8
-# Each variant is TOOLCHAIN[:GODEBUG]; the default is "upstream fork". The
-# default benchmarks are the two shapes of go statement: CreateGoroutine/depth=20
-# (g structs reused) and CreateGoroutineFanOut (a fresh g struct per go
-# statement); -bench names one (repeat it for more).
+#   benchmarks/callgrind.bash -pkg cgocb -bench 'CgoCallback/cfp=keep'
+# Each variant is TOOLCHAIN[:GODEBUG]; the default is "upstream fork".
+# -pkg names the benchmarks/ package (default sched); $FORK_GOROOT, if set,
+# is the fork's GOROOT instead of the repository's goroot/. -bench names a
+# benchmark (repeat it for more); the default is the two shapes of go
+# statement: CreateGoroutine/depth=20 (g structs reused) and
+# CreateGoroutineFanOut (a fresh g struct per go statement).
 # Per op = (Ir at 51000 ops - Ir at 1000 ops) / 50000, GOGC=off,
 # GODEBUG=asyncpreemptoff=1 (callgrind mishandles preemption signals),
 # -test.cpu=1. Prints each variant's per-op counts, sorted: runs fall in two
@@ -19,11 +22,13 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 runs=15
 benches=()
+pkg=sched
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) runs=$2; shift 2 ;;
 	-bench) benches+=("$2"); shift 2 ;;
-	-h|-help|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-pkg) pkg=$2; shift 2 ;;
+	-h|-help|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "callgrind.bash: unknown flag $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -47,14 +52,14 @@ command -v valgrind >/dev/null || {
 	record skip "valgrind is not installed (apt-get install valgrind)"
 	exit 2
 }
-fork=$top/goroot/bin/go
+fork=${FORK_GOROOT:-$top/goroot}/bin/go
 [ -x "$fork" ] || { echo "callgrind.bash: no fork toolchain at $fork (run ./make.bash)" >&2; exit 2; }
 upstream=$("$top/fork" upstream)/bin/go
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$top/benchmarks" && GOTOOLCHAIN=local "$upstream" test -c -o "$tmp/upstream.test" ./sched &&
-	GOTOOLCHAIN=local "$fork" test -c -o "$tmp/fork.test" ./sched)
+(cd "$top/benchmarks" && GOTOOLCHAIN=local "$upstream" test -c -o "$tmp/upstream.test" "./$pkg" &&
+	GOTOOLCHAIN=local "$fork" test -c -o "$tmp/fork.test" "./$pkg")
 
 # ir BIN GODEBUG N prints the instructions callgrind counted for N ops.
 ir() {

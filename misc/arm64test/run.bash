@@ -13,7 +13,8 @@
 # test binary, which cannot work under emulation; instead testprogcgo is
 # cross-built here with aarch64-linux-gnu-gcc and its FPChainCallback entry is
 # run as that test does: it must print OK, and the same with
-# GODEBUG=tracefpunwindoff=1.
+# GODEBUG=tracefpunwindoff=1. Its FPChainCLink entry is run as
+# TestFPBoundaryCgoCLink does.
 #
 # Results: under all.bash ($ALLBASH_JSON and $ALLBASH_RECORDS set) the test
 # binary's output goes through `go tool test2json` into $ALLBASH_JSON and the
@@ -92,5 +93,19 @@ else
 	echo "--- frame-pointer path:"; tail -40 "$tmp/fast.log"
 	echo "--- GODEBUG=tracefpunwindoff=1:"; tail -40 "$tmp/slow.log"
 	record fail "$name" $((SECONDS - start)) "the output differs from OK, or between the two unwinders"
+fi
+
+# FPChainCLink: C frames between a cgo call and its callback stay in the
+# chain when they keep frame pointers; the runtime's unwinders still match
+# gentraceback (TestFPBoundaryCgoCLink's checks).
+name="runtime/testdata/testprogcgo FPChainCLink (linux/arm64, qemu-aarch64)"
+start=$SECONDS
+GODEBUG=fpunwindcheck=2 timeout 120 qemu-aarch64 -L $sysroot "$tmp/testprogcgo" FPChainCLink >"$tmp/clink.log" 2>&1
+if grep -qx OK "$tmp/clink.log" && grep -q '^linked O2: ' "$tmp/clink.log" && grep -q '^linked O0: ' "$tmp/clink.log" &&
+	! grep -q '^linked corrupt' "$tmp/clink.log" && grep -qx 'fpunwindcheck: checked=[0-9]* mismatches=0' "$tmp/clink.log"; then
+	record pass "$name" $((SECONDS - start)) ""
+else
+	tail -40 "$tmp/clink.log"
+	record fail "$name" $((SECONDS - start)) "C frames not linked, a corrupt chain linked, or an unwinder mismatch"
 fi
 exit $status

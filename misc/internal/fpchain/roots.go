@@ -94,7 +94,7 @@ var CEntries = map[string]string{
 // frames of the old stack, with the reason that is safe.
 var Links = map[string]string{
 	"runtime.systemstack":         "g0 frames link to the goroutine's frames, which cannot move while it runs on the system stack",
-	"runtime.asmcgocall":          "C frames on g0 link to the goroutine's frames at the cgo call; a goroutine's stack is not moved during a cgo call",
+	"runtime.asmcgocall":          "C frames on g0 link to the goroutine's frames at the cgo call; the goroutine's stack moves only in a callback, and then copystack adjusts the C record that links to it",
 	"runtime.nanotime1":           "vDSO call on g0 links to the calling goroutine's frames, which cannot move during the call",
 	"runtime.walltime":            "vDSO call on g0 links to the calling goroutine's frames, which cannot move during the call",
 	"runtime.vgetrandom1":         "vDSO call on g0 links to the calling goroutine's frames, which cannot move during the call",
@@ -102,6 +102,22 @@ var Links = map[string]string{
 	"runtime.racecallatomic":      "race runtime call on g0 links to the calling goroutine's frames, which cannot move during the call",
 	"time.now":                    "vDSO call on g0 links to the calling goroutine's frames, which cannot move during the call",
 	"runtime.switchToCrashStack0": "fatal-error path: the crash stack links to the failing goroutine's frames, which are not freed before the process exits",
+}
+
+// CgoCallbackLink is the one link the runtime decides at run time. In a cgo
+// callback, cgocallback's fake frame record (return PC Marker+8, a return
+// marker) links either to the goroutine's frames at the cgocall site, or,
+// when cgocallbackg has verified that C's frame records form a chain that
+// ends exactly at asmcgocall's record, to crosscall2's record and the C
+// frames, which then end at End (asmcgocall). See doc/fp-boundaries.md and
+// the runtime's cgocallbacklink.go.
+var CgoCallbackLink = struct {
+	Entry, Marker, End, Why string
+}{
+	Entry:  "runtime.cgocallback",
+	Marker: "runtime.systemstack_switch",
+	End:    "runtime.asmcgocall",
+	Why:    "the callback's frames link through C's frames to asmcgocall's record when cgocallbackg verified them, else to the cgocall site",
 }
 
 // Switches are further functions that switch stacks or start threads;

@@ -350,6 +350,11 @@ func (a *analysis) note() string {
 	if a.fn.Link {
 		parts = append(parts, "documented link: "+fpchain.Links[a.f.Name])
 	}
+	if a.f.Name == fpchain.CgoCallbackLink.Entry {
+		// The link through C's frames is made and checked at run time
+		// (cgocallbackg), not by this function's code.
+		parts = append(parts, "run-time link: "+fpchain.CgoCallbackLink.Why)
+	}
 	if a.switches == 0 && !a.fn.Root {
 		parts = append(parts, "no stack switch")
 	}

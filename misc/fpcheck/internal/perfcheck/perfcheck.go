@@ -2,7 +2,9 @@
 // and checks every user-space chain: each frame symbolizable (Go code through
 // the binary's pclntab, other code through perf's ELF symbols), each Go return
 // address just after a call instruction, no loops, and the outermost frame a
-// documented root (package fpchain).
+// documented root (package fpchain). Where a cgo callback links through
+// C frames (fpchain.CgoCallbackLink), they must end at asmcgocall; the
+// report counts the callback chains that do.
 //
 // Chains whose leaf (the sampled PC) is outside Go code, is a Go function
 // without a frame record called from outside Go code, or is a C entry point
@@ -143,13 +145,14 @@ const (
 	Loop          Kind = "loop"
 	BadRoot       Kind = "ends at a non-root"
 	Truncated     Kind = "truncated at perf's depth limit"
+	BadCLink      Kind = "callback C link not at asmcgocall"
 	CLeaf         Kind = "leaf in C or C-to-Go entry (not judged)"
 	KernelOnly    Kind = "kernel only"
 )
 
 // Violation reports whether k counts against the program.
 func (k Kind) Violation() bool {
-	return k == Unsymbolized || k == NotReturnSite || k == Loop || k == BadRoot
+	return k == Unsymbolized || k == NotReturnSite || k == Loop || k == BadRoot || k == BadCLink
 }
 
 func isKernel(f Frame) bool {
@@ -172,6 +175,10 @@ type Result struct {
 	CBadLike   int      `json:"badFromProgramCFP"`
 	LibBadLike int      `json:"badFromLibraryFP"`
 	BadLike    []string `json:"badExamples,omitempty"` // examples of the first two
+	// Judged chains through a cgo callback (fpchain.CgoCallbackLink), and
+	// how many of them link through C frames.
+	Callbacks        int `json:"cgoCallbacks"`
+	CallbacksCLinked int `json:"cgoCallbacksThroughC"`
 }
 
 // Checker symbolizes frames.
@@ -189,9 +196,15 @@ func NewChecker(maxStack int) *Checker {
 func (c *Checker) Check(samples []Sample) *Result {
 	r := &Result{Kinds: map[Kind]int{}, Roots: map[string]int{}, Examples: map[Kind][]string{}}
 	for i := range samples {
-		k, root, detail, badLike := c.check(&samples[i])
+		k, root, detail, badLike, cb := c.check(&samples[i])
 		r.Samples++
 		r.Kinds[k]++
+		if cb != noCallback {
+			r.Callbacks++
+			if cb == callbackThroughC {
+				r.CallbacksCLinked++
+			}
+		}
 		if badLike {
 			r.AnyBadLike++
 			lib := k == CLeaf && c.leafInLibrary(&samples[i])
@@ -225,7 +238,44 @@ type resolved struct {
 	off     uint64 // for Go frames: offset of the address in the function
 }
 
-func (c *Checker) check(s *Sample) (kind Kind, root, detail string, badLike bool) {
+// How a judged chain passes a cgo callback.
+type callbackLink int
+
+const (
+	noCallback        callbackLink = iota
+	callbackToCgocall              // straight to the cgocall site
+	callbackThroughC               // through C frames to asmcgocall
+)
+
+// cgoCallbackLink finds the fake cgocallback record in res, a judged chain,
+// and checks what follows it (fpchain.CgoCallbackLink): Go frames (the
+// cgocall site), or C frames that end at asmcgocall. It returns -1 and
+// how the chain passes the callbacks, or the index of a C segment that
+// does not end at asmcgocall.
+func cgoCallbackLink(res []resolved) (int, callbackLink) {
+	l := fpchain.CgoCallbackLink
+	how := noCallback
+	for i := 1; i+1 < len(res); i++ {
+		if res[i].name != l.Marker || res[i-1].name != l.Entry {
+			continue
+		}
+		if res[i+1].goCode {
+			how = max(how, callbackToCgocall)
+			continue
+		}
+		j := i + 1
+		for j < len(res) && !res[j].goCode {
+			j++
+		}
+		if j == len(res) || res[j].name != l.End {
+			return i + 1, how
+		}
+		how = callbackThroughC
+	}
+	return -1, how
+}
+
+func (c *Checker) check(s *Sample) (kind Kind, root, detail string, badLike bool, cb callbackLink) {
 	var user []Frame
 	for _, f := range s.Frames {
 		if !isKernel(f) {
@@ -233,7 +283,7 @@ func (c *Checker) check(s *Sample) (kind Kind, root, detail string, badLike bool
 		}
 	}
 	if len(user) == 0 {
-		return KernelOnly, "", "", false
+		return KernelOnly, "", "", false, noCallback
 	}
 	res := make([]resolved, len(user))
 	for i, f := range user {
@@ -280,39 +330,43 @@ func (c *Checker) check(s *Sample) (kind Kind, root, detail string, badLike bool
 	// which runs with C's frame pointer until it ends the chain.
 	_, cEntry := fpchain.CEntries[res[0].name]
 	if !res[0].goCode || cEntry || res[0].noFrame && len(res) > 1 && !res[1].goCode {
-		return CLeaf, "", chain(8), badLike
+		return CLeaf, "", chain(8), badLike, noCallback
 	}
 	if loop {
-		return Loop, "", chain(12), badLike
+		return Loop, "", chain(12), badLike, noCallback
 	}
 	for i := range res {
 		if res[i].name == "" {
-			return Unsymbolized, "", fmt.Sprintf("frame %d: %s", i, chain(i+3)), badLike
+			return Unsymbolized, "", fmt.Sprintf("frame %d: %s", i, chain(i+3)), badLike, noCallback
 		}
 		// Under a leaf without a frame record the unwinder skips the leaf's
 		// caller, which may be an injected frame (sigpanic, asyncPreempt).
 		skipped := i == 1 && res[0].noFrame
 		if i > 0 && res[i].goCode && !res[i].retOK && !skipped {
-			return NotReturnSite, "", fmt.Sprintf("frame %d (%s+%#x): %s", i, res[i].name, res[i].off, chain(i+3)), badLike
+			return NotReturnSite, "", fmt.Sprintf("frame %d (%s+%#x): %s", i, res[i].name, res[i].off, chain(i+3)), badLike, noCallback
 		}
+	}
+	i, cb := cgoCallbackLink(res)
+	if i >= 0 {
+		return BadCLink, "", fmt.Sprintf("frame %d: %s", i, chain(len(user))), badLike, cb
 	}
 	last := res[len(res)-1].name
 	if fpchain.IsRoot(last) {
-		return OK, last, "", badLike
+		return OK, last, "", badLike, cb
 	}
 	if len(res) == 1 && res[0].noFrame {
-		return OK, "(goroutine entry without a frame yet)", "", badLike
+		return OK, "(goroutine entry without a frame yet)", "", badLike, cb
 	}
 	if truncated {
-		return Truncated, "", chain(6), badLike
+		return Truncated, "", chain(6), badLike, cb
 	}
-	return BadRoot, "", fmt.Sprintf("ends at %s: %s", last, chain(len(user))), badLike
+	return BadRoot, "", fmt.Sprintf("ends at %s: %s", last, chain(len(user))), badLike, cb
 }
 
 // Write prints the tables.
 func (r *Result) Write(w io.Writer) {
 	fmt.Fprintf(w, "fpcheck perf: %d samples\n", r.Samples)
-	kinds := []Kind{OK, Unsymbolized, NotReturnSite, Loop, BadRoot, Truncated, CLeaf, KernelOnly}
+	kinds := []Kind{OK, Unsymbolized, NotReturnSite, Loop, BadRoot, BadCLink, Truncated, CLeaf, KernelOnly}
 	fmt.Fprintf(w, "  %-40s %8s\n", "CHAIN", "SAMPLES")
 	for _, k := range kinds {
 		mark := ""
@@ -325,6 +379,7 @@ func (r *Result) Write(w io.Writer) {
 	fmt.Fprintf(w, "    walk from Go's frame pointer: %d\n", r.GoBadLike)
 	fmt.Fprintf(w, "    walk from C's frame pointer in the program (cgo C built without frame pointers, or a frameless Go leaf it called): %d\n", r.CBadLike)
 	fmt.Fprintf(w, "    walk from C's frame pointer in a non-Go shared library (libc, ld.so): %d\n", r.LibBadLike)
+	fmt.Fprintf(w, "  judged chains through a cgo callback: %d, through its C frames: %d\n", r.Callbacks, r.CallbacksCLinked)
 	var roots []string
 	for k := range r.Roots {
 		roots = append(roots, k)

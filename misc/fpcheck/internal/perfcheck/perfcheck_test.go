@@ -118,3 +118,38 @@ func FuzzParseScript(f *testing.F) {
 		}
 	})
 }
+
+// TestCgoCallbackLink checks the rule for the C frames of a cgo callback
+// (fpchain.CgoCallbackLink) on resolved chains, leaf first.
+func TestCgoCallbackLink(t *testing.T) {
+	goF := func(name string) resolved { return resolved{name: name, goCode: true, retOK: true} }
+	cF := func(name string) resolved { return resolved{name: name} }
+	cb := []resolved{goF("main.work"), goF("runtime.cgocallbackg"), goF("runtime.cgocallback"), goF("runtime.systemstack_switch")}
+	tail := []resolved{goF("runtime.cgocall"), goF("main.main"), goF("runtime.main"), goF("runtime.goexit")}
+	chain := func(parts ...[]resolved) []resolved {
+		var out []resolved
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		res  []resolved
+		bad  int
+		how  callbackLink
+	}{
+		{"no callback", tail, -1, noCallback},
+		{"to the cgocall site", chain(cb, []resolved{goF("runtime.asmcgocall")}, tail), -1, callbackToCgocall},
+		{"through C", chain(cb, []resolved{cF("goWork"), cF("c_middle"), cF("c_top"), goF("runtime.asmcgocall")}, tail), -1, callbackThroughC},
+		{"nested", chain(cb, []resolved{cF("c_inner"), goF("runtime.asmcgocall"), goF("runtime.cgocall"), goF("main.cb")}, cb[1:], []resolved{cF("c_outer"), goF("runtime.asmcgocall")}, tail), -1, callbackThroughC},
+		{"C into other Go code", chain(cb, []resolved{cF("goWork"), cF("c_middle"), goF("main.main")}, tail), 4, noCallback},
+		{"C to the end", chain(cb, []resolved{cF("goWork"), cF("c_middle"), cF("start_thread")}), 4, noCallback},
+		{"marker elsewhere", chain([]resolved{goF("main.f"), goF("runtime.systemstack_switch"), cF("x"), goF("main.g")}, tail), -1, noCallback},
+	} {
+		bad, how := cgoCallbackLink(tc.res)
+		if bad != tc.bad || how != tc.how {
+			t.Errorf("%s: got %d, %d; want %d, %d", tc.name, bad, how, tc.bad, tc.how)
+		}
+	}
+}
