@@ -12,6 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 goroot=$here/../../goroot
 if [ "${1:-}" = "-goroot" ]; then goroot=$2; shift 2; fi
 go=$goroot/bin/go
+# Tests that run the go command (math/big, testing, ...) must find the fork's.
+export PATH=$goroot/bin:$PATH GOTOOLCHAIN=local
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(sync sync/atomic context time os os/exec os/signal io bufio bytes strings
 	errors encoding/json compress/gzip net net/http runtime/pprof runtime/trace internal/trace
