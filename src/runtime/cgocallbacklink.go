@@ -2,8 +2,6 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package runtime
-
 // Linking the frame-pointer chain of a cgo callback through C's frames.
 //
 // asmcgocall calls C with the frame pointer at its own frame record on the
@@ -45,6 +43,8 @@ package runtime
 //     gentraceback records, which has no C frames. fpNextRecord steps from
 //     a fake record (recognised by its return PC) straight to the copy of
 //     curg.sched.bp, over any C frames.
+
+package runtime
 
 import (
 	"internal/abi"
