@@ -50,7 +50,9 @@ func TestSFrameStacks(t *testing.T) {
 				}
 				t.Fatalf("%s linked with -sframe=false has an SFrame table", exe)
 			}
-			p := start(t, exe)
+			// Two Ps for eight busy goroutines: six are always parked by
+			// async preemption, whatever the machine's CPU count.
+			p := start(t, exe, "GOMAXPROCS=2", "GODEBUG=asyncpreemptoff=0")
 			threadChains(t, bin, p.pid())
 
 			// Goroutines parked by async preemption.
