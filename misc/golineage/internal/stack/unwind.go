@@ -1,13 +1,15 @@
-// Package stack unwinds a stopped thread by frame pointers through the
-// target's memory and formats the result as a Go traceback.
+// Package stack unwinds a stopped thread through the target's memory, by
+// the binary's SFrame table where it has one (sframe.go) and by frame
+// pointers elsewhere, and formats the result as a Go traceback.
 //
-// Only the innermost frame needs more than the frame-pointer chain: the thread
-// may be stopped in a prologue or epilogue, or in an assembly function without
-// a frame, where BP still (or again) holds the caller's frame pointer. For a Go
-// function the pclntab's SP-delta table says where the return address is at
-// that PC; whether BP already points into this frame follows from whether it
-// holds the address of the frame's record (fpchain.InFrameRecord). Every
-// outer frame is then a plain frame-pointer walk, as the runtime's own
+// Where the table has no rule (or there is no table), only the innermost
+// frame needs more than the frame-pointer chain: the thread may be stopped in
+// a prologue or epilogue, or in an assembly function without a frame, where
+// BP still (or again) holds the caller's frame pointer. For a Go function the
+// pclntab's SP-delta table says where the return address is at that PC;
+// whether BP already points into this frame follows from whether it holds
+// the address of the frame's record (fpchain.InFrameRecord). Every outer
+// frame is then a plain frame-pointer walk, as the runtime's own
 // fpTracebackPCs does.
 package stack
 
@@ -42,7 +44,8 @@ func (w Walk) IsSignal(i int) bool {
 	return false
 }
 
-// Unwind walks the frame-pointer chain of one thread. bias is the load bias
+// Unwind walks the stack of one thread, by SFrame rules where the binary's
+// table has them and by the frame-pointer chain elsewhere. bias is the load bias
 // (runtime address minus link-time address) of the executable.
 func Unwind(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.Regs) Walk {
 	var w Walk
@@ -75,8 +78,20 @@ func (w *Walk) walk(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.
 	if isRoot(bin, pc-bias) {
 		return none, false
 	}
+	inner := true
+	if tab := Table(bin); tab != nil {
+		next, end := w.sframeSteps(mem, bin, tab, bias, regs)
+		switch end {
+		case sframeDone:
+			return none, false
+		case sframeSignal:
+			return next, true
+		}
+		inner = len(w.PCs) == start+1
+		fp = next.FP
+	}
 	// Innermost frame.
-	if f := bin.FindFunc(pc - bias); f != nil {
+	if f := bin.FindFunc(pc - bias); inner && f != nil {
 		if spd := f.SPDelta(pc - bias); spd >= 0 {
 			var ret uint64
 			switch bin.Arch {
