@@ -37,10 +37,14 @@ for p in "${pkgs[@]}"; do
 	fi
 	[ -x "$bin" ] || { echo "$p: no tests"; continue; }
 	dir=$(GOTOOLCHAIN=local "$go" list -f '{{.Dir}}' "$p")
+	profiles=(-test.trace="$tmp/trace.out" -test.blockprofile="$tmp/block.out" -test.blockprofilerate=1
+		-test.mutexprofile="$tmp/mutex.out" -test.mutexprofilefraction=1
+		-test.memprofile="$tmp/mem.out" -test.memprofilerate=4096)
+	# runtime/pprof's tests set the profile rates themselves (and check them), and
+	# exercise every profiler: the tracer alone is added.
+	[ "$p" = runtime/pprof ] && profiles=(-test.trace="$tmp/trace.out")
 	(cd "$dir" && "$tmp/fpcheck" run -timeout 20m -- "$bin" -test.short -test.count=1 -test.timeout=15m \
-		-test.trace="$tmp/trace.out" -test.blockprofile="$tmp/block.out" -test.blockprofilerate=1 \
-		-test.mutexprofile="$tmp/mutex.out" -test.mutexprofilefraction=1 \
-		-test.memprofile="$tmp/mem.out" -test.memprofilerate=4096) >"$tmp/out" 2>&1
+		"${profiles[@]}") >"$tmp/out" 2>&1
 	rc=$?
 	line=$(grep -E '^fpcheck run:' "$tmp/out" | tail -1)
 	n=$(sed -nE 's/.* ([0-9]+) unwinds.*/\1/p' <<<"$line")
