@@ -1,6 +1,7 @@
 package sframecheck
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -27,6 +28,10 @@ import (
 //     allocates a small frame; a large frame stores both with STP before
 //     it moves SP). A function the signal handler injects a call to
 //     (fpchain.InjectedCalls) has 16 more bytes above its frame.
+//     An assembly function that allocates its frame with SUB $n, RSP
+//     (NOFRAME, as crosscall2) keeps the return address in LR until it
+//     stores the pair STP (R29, R30), off(RSP), and again from the LDP
+//     that reloads it; in between LR is at SP+off+8 and R29 at SP+off.
 //
 // Once the frame-pointer register points at the function's own record
 // (fpchain.InFrameRecord), the CFA can also be given from it: BP+16 on
@@ -51,6 +56,12 @@ type Model struct {
 	saveEnd uint64 // offset just past the instruction saving the caller's FP; 0 if none
 	frame   int32  // arm64: bytes from the frame record's LR slot to the CFA
 	above   int32  // arm64: bytes between the entry SP and the CFA (an injected call's)
+
+	// arm64, a frame allocated by SUB: the pair's store and reload (offsets
+	// just past them; 0 if none) and the saved LR's offset from the CFA.
+	pair                 bool
+	pairSave, pairReload uint64
+	pairRA               int32
 }
 
 // NewModel reads f's SP-delta table and prologue; ok is false if the table
@@ -71,9 +82,54 @@ func NewModel(b *gobin.Binary, f *gobin.Func) (m *Model, ok bool) {
 		}
 		if i := slices.IndexFunc(runs, func(r gobin.ValueRun) bool { return r.Value > 0 }); i >= 0 {
 			m.frame = runs[i].Value + m.above
+			m.findPair(runs[i].Start)
 		}
 	}
 	return m, true
+}
+
+// findPair looks for a frame allocated by SUB $n, RSP (the instruction
+// before alloc) and the frame record it stores by hand.
+func (m *Model) findPair(alloc uint64) {
+	at := func(pc uint64) string {
+		off := pc - m.f.Entry
+		if pc < m.f.Entry || off+4 > uint64(len(m.code)) {
+			return ""
+		}
+		inst, err := arm64asm.Decode(m.code[off:])
+		if err != nil {
+			return ""
+		}
+		return inst.String()
+	}
+	// (An injected call also allocates with SUB, having stored its
+	// frame record first.)
+	if m.above != 0 || !strings.HasPrefix(at(alloc-4), "SUB SP, SP, #") {
+		return
+	}
+	for _, r := range m.runs {
+		for pc := r.Start; pc < r.End && r.Value > 0; pc += 4 {
+			s := at(pc)
+			switch {
+			case m.pairSave == 0 && s == fmt.Sprintf("STP X29, X30, [SP,#%d]", pairOffset(s)):
+				m.pairSave, m.pairRA = pc+4-m.f.Entry, pairOffset(s)+8-r.Value
+			case m.pairSave != 0 && m.pairReload == 0 && s == fmt.Sprintf("LDP X29, X30, [SP,#%d]", pairOffset(s)):
+				m.pairReload = pc + 4 - m.f.Entry
+			}
+		}
+	}
+	// Without the pair's store (mcall, which switches stacks and calls
+	// out) the function is left to the general rule.
+	m.pair = m.pairSave != 0
+}
+
+// pairOffset is the offset of an "STP/LDP X29, X30, [SP,#off]".
+func pairOffset(s string) int32 {
+	var off int32
+	if _, after, ok := strings.Cut(s, "[SP,#"); ok {
+		fmt.Sscanf(after, "%d]", &off)
+	}
+	return off
 }
 
 // Insts calls fn for the start of every instruction the SP-delta table
@@ -125,6 +181,13 @@ func (m *Model) expect(pc uint64, spd int32) Expected {
 	saved := m.saveEnd != 0 && pc-m.f.Entry >= m.saveEnd
 	if m.arch == "arm64" {
 		e.CFA = spd + m.above
+		if m.pair {
+			if off := pc - m.f.Entry; off >= m.pairSave && (m.pairReload == 0 || off < m.pairReload) {
+				e.RASaved, e.RA = true, m.pairRA
+				e.FPSaved, e.FP = true, m.pairRA-8
+			}
+			return e
+		}
 		if spd > 0 {
 			e.RASaved, e.RA = true, -m.frame
 			e.FPSaved, e.FP = saved, -m.frame-8

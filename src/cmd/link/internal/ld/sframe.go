@@ -4,7 +4,7 @@
 
 // This file emits a .sframe section (SFrame format version 3, as
 // specified by binutils 2.46) in a PT_GNU_SFRAME segment for
-// linux/amd64 and linux/arm64 internal links, so that SFrame-aware
+// linux/amd64 and linux/arm64 binaries, so that SFrame-aware
 // unwinders (perf, the kernel's deferred user unwinder, glibc) can find
 // the caller at every PC of every Go function, including frameless
 // leaves, prologues and epilogues, where a frame-pointer walk loses one
@@ -107,17 +107,20 @@
 // table and is left out, as are the go:textfipsstart/end markers and
 // arm64 trampolines the linker inserts for very large binaries.
 //
-// External linking. The section is emitted for internal linking only.
-// The Go object handed to the system linker would need the section with
-// a 64-bit PC-relative relocation per FDE, and the system linker must
-// understand version 3 to merge it with the C objects' .sframe. GNU ld
-// 2.40 (Debian 12) does not: given a version 3 .sframe input it prints
-// "error in X(.sframe); no .sframe will be created", exits 0, and still
-// writes a PT_GNU_SFRAME header whose size does not match the output's
-// .sframe section. So the host object carries no .sframe and a cgo
-// binary linked externally has only what the C objects bring (nothing,
-// unless they were compiled with -Wa,--gsframe). Emitting it for
-// binutils >= 2.46 is left to do.
+// External linking. The system linker must merge the Go object's table
+// with the C objects' and write the program header. GNU ld 2.40 (Debian
+// 12) knows only SFrame version 1; for it the Go object carries a version
+// 1 carrier that sframe_hostlink.go rewrites as version 3 after the link.
+// With other system linkers (gold, lld, mold, other GNU ld versions) the
+// Go object carries no .sframe, and a cgo binary linked by them has only
+// what the C objects bring. External links of c-archive, c-shared and
+// plugin build modes carry none either.
+//
+// arm64 assembly. crosscall2 (NOFRAME) allocates its frame with SUB and
+// saves the frame record later with STP (R29, R30), off(RSP): LR holds
+// the return address until that store and again after the LDP that
+// reloads it, and the record's slots describe it in between
+// (sframePairRows).
 //
 // -sframe=false turns the section off.
 
@@ -137,7 +140,7 @@ import (
 	"strings"
 )
 
-var flagSframe = flag.Bool("sframe", true, "emit a .sframe section (SFrame v3) in a PT_GNU_SFRAME segment (linux/amd64, linux/arm64, internal linking)")
+var flagSframe = flag.Bool("sframe", true, "emit a .sframe section (SFrame v3) in a PT_GNU_SFRAME segment (linux/amd64, linux/arm64; internal linking, or external with GNU ld 2.40)")
 
 // SFrame version 3 constants (binutils 2.46 SFrame specification).
 const (
@@ -208,7 +211,8 @@ type sframeState struct {
 // sframeEnabled reports whether the link emits .sframe.
 func (ctxt *Link) sframeEnabled() bool {
 	return *flagSframe && ctxt.HeadType == objabi.Hlinux && ctxt.IsELF &&
-		(ctxt.IsAMD64() || ctxt.IsARM64()) && ctxt.IsInternal()
+		(ctxt.IsAMD64() || ctxt.IsARM64()) &&
+		(ctxt.IsInternal() || ctxt.BuildMode == BuildModeExe || ctxt.BuildMode == BuildModePIE)
 }
 
 // sframe creates the .sframe section symbol. It runs after textaddress,
@@ -217,6 +221,13 @@ func (ctxt *Link) sframeEnabled() bool {
 func (ctxt *Link) sframe() {
 	if !ctxt.sframeEnabled() {
 		return
+	}
+	var hostOK chan bool
+	if ctxt.IsExternal() {
+		// Ask which system linker will run while the rows are built.
+		hostOK = make(chan bool, 1)
+		query := ctxt.sframeHostLinkerQuery()
+		go func() { hostOK <- sframeHostLinkerOK(query) }()
 	}
 	ldr := ctxt.loader
 	var funcs []sframeFunc
@@ -250,6 +261,12 @@ func (ctxt *Link) sframe() {
 		return 0
 	})
 
+	if ctxt.IsExternal() {
+		if <-hostOK {
+			ctxt.sframeCarrier(funcs, nfres, fres)
+		}
+		return
+	}
 	size := int64(sframeHeaderSize + sframeIndexSize*len(funcs) + len(fres))
 	gen := func(ctxt *Link, s loader.Sym) {
 		ctxt.writeSframe(s, funcs, nfres, fres)
@@ -266,22 +283,7 @@ func (ctxt *Link) writeSframe(s loader.Sym, funcs []sframeFunc, nfres int, fres 
 	out := ldr.Data(s)
 	le := binary.LittleEndian
 
-	abiArch, fixedRA := byte(sframeABIAMD64LE), int8(-8)
-	if ctxt.IsARM64() {
-		abiArch, fixedRA = sframeABIARM64LE, 0
-	}
-	le.PutUint16(out[0:], sframeMagic)
-	out[2] = sframeVersion3
-	out[3] = sframeFSorted | sframeFPCRel
-	out[4] = abiArch
-	out[5] = 0 // no fixed FP offset: tracked per row
-	out[6] = byte(fixedRA)
-	out[7] = 0 // no auxiliary header
-	le.PutUint32(out[8:], uint32(len(funcs)))
-	le.PutUint32(out[12:], uint32(nfres))
-	le.PutUint32(out[16:], uint32(len(fres)))
-	le.PutUint32(out[20:], 0)                                  // index right after the header
-	le.PutUint32(out[24:], uint32(sframeIndexSize*len(funcs))) // FREs after the index
+	sframePutHeader(out, sframeVersion3, sframeFSorted|sframeFPCRel, ctxt.IsARM64(), len(funcs), nfres, len(fres), sframeIndexSize*len(funcs))
 
 	base := ldr.SymValue(s)
 	idx := out[sframeHeaderSize:]
@@ -295,6 +297,25 @@ func (ctxt *Link) writeSframe(s loader.Sym, funcs []sframeFunc, nfres int, fres 
 		le.PutUint32(e[12:], uint32(freoff))
 		freoff += copy(freout[freoff:], fres[f.off:f.end])
 	}
+}
+
+// sframePutHeader writes the 28-byte header: the architecture's ABI and
+// fixed RA offset (amd64's return address is always at CFA-8), no fixed
+// FP offset (tracked per row), no auxiliary header, the index right after
+// the header and the FRE sub-section at freoff after it.
+func sframePutHeader(out []byte, version, flags byte, arm64 bool, nfdes, nfres, frelen, freoff int) {
+	le := binary.LittleEndian
+	abiArch, fixedRA := byte(sframeABIAMD64LE), int8(-8)
+	if arm64 {
+		abiArch, fixedRA = sframeABIARM64LE, 0
+	}
+	le.PutUint16(out[0:], sframeMagic)
+	out[2], out[3], out[4], out[5], out[6], out[7] = version, flags, abiArch, 0, byte(fixedRA), 0
+	le.PutUint32(out[8:], uint32(nfdes))
+	le.PutUint32(out[12:], uint32(nfres))
+	le.PutUint32(out[16:], uint32(frelen))
+	le.PutUint32(out[20:], 0)
+	le.PutUint32(out[24:], uint32(freoff))
 }
 
 // sframeEncode appends the descriptor attributes and the rows of a
@@ -520,6 +541,11 @@ func sframeRows(ctxt *Link, st *sframeState, s loader.Sym, fi loader.FuncInfo) [
 		if spwrite && !hasRecord {
 			return append(rows, sframeRow{undefined: true})
 		}
+		if !hasRecord && frame > 0 {
+			if pairRows, ok := sframePairRows(rows, spans, word); ok {
+				return pairRows
+			}
+		}
 		for _, sp := range spans {
 			r := sframeRow{off: sp.pc, cfa: sp.d + adj}
 			if hasRecord && sp.d > 0 && sp.pc >= raSaved {
@@ -557,9 +583,60 @@ func sframeRows(ctxt *Link, st *sframeState, s loader.Sym, fi loader.FuncInfo) [
 	return rows
 }
 
+// sframePairRows returns the rows of an arm64 assembly function that
+// allocates its frame with SUB $n, RSP (NOFRAME) and saves the frame
+// record later with STP (R29, R30), off(RSP), as crosscall2 does: LR holds
+// the return address until the STP and again after the matching LDP, the
+// saved pair is at CFA-(d-off) (FP) and CFA-(d-off-8) (LR) in between. ok
+// is false for a function without such a pair.
+func sframePairRows(rows []sframeRow, spans []sframeSpan, word func(uint32) uint32) ([]sframeRow, bool) {
+	const (
+		stpFPLRSP = 0xa9007bfd // STP X29, X30, [SP, #imm]; mask 0xffc07fff
+		ldpFPLRSP = 0xa9407bfd // LDP X29, X30, [SP, #imm]
+		pairMask  = 0xffc07fff
+	)
+	imm := func(w uint32) int32 { return int32(w<<10) >> 25 * 8 } // signed imm7, scaled
+	var stp, ldp uint32
+	var ra int32
+	for _, sp := range spans {
+		for pc := sp.pc; pc < sp.next && sp.d > 0; pc += 4 {
+			w := word(pc)
+			switch {
+			case stp == 0 && w&pairMask == stpFPLRSP:
+				stp, ra = pc+4, -(sp.d - imm(w) - 8)
+			case stp != 0 && ldp == 0 && w&pairMask == ldpFPLRSP:
+				ldp = pc + 4
+			}
+		}
+	}
+	if stp == 0 || ldp == 0 {
+		return nil, false
+	}
+	for _, sp := range spans {
+		// Split each span at the STP and the LDP.
+		for _, cut := range []uint32{sp.pc, stp, ldp} {
+			if cut < sp.pc || cut >= sp.next {
+				continue
+			}
+			r := sframeRow{off: cut, cfa: sp.d}
+			if cut >= stp && cut < ldp {
+				r.ra, r.fp = ra, ra-8
+			}
+			if n := len(rows); n > 0 && rows[n-1].sameRule(r) {
+				continue
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows, true
+}
+
 // sframeElfHeaders gives the .sframe section its ELF type and adds the
 // PT_GNU_SFRAME program header that points at it.
-func sframeElfHeaders() {
+func sframeElfHeaders(ctxt *Link) {
+	if ctxt.IsExternal() {
+		return // the system linker's (sframe_hostlink.go)
+	}
 	for _, seg := range []*sym.Segment{&Segtext, &Segrodata, &Segrelrodata} {
 		for _, sect := range seg.Sections {
 			sframeElfHeader(sect)

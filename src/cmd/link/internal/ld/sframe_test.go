@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"internal/testenv"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,16 +59,23 @@ type sframeTestRow struct {
 	words  []int32
 }
 
-func buildSframeTestProg(t *testing.T, goarch string, ldflags string) *elf.File {
+func buildSframeTestProg(t *testing.T, goarch string, ldflags string, env ...string) *elf.File {
 	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "prog.go")
-	if err := os.WriteFile(src, []byte(sframeTestProg), 0666); err != nil {
+	prog := sframeTestProg
+	if slices.Contains(env, "CGO_ENABLED=1") {
+		// A cgo program: the system linker links it.
+		prog = strings.Replace(prog, "import (", "// static int twice(int x) { return 2*x; }\nimport \"C\"\n\nimport (", 1)
+		prog = strings.Replace(prog, "big(len(os.Args))", "big(int(C.twice(C.int(len(os.Args)))))", 1)
+	}
+	if err := os.WriteFile(src, []byte(prog), 0666); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "prog")
 	cmd := testenv.Command(t, testenv.GoToolPath(t), "build", "-ldflags="+ldflags, "-o", bin, src)
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
+	cmd.Env = append(cmd.Env, env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %v:\n%s", cmd.Args, err, out)
 	}
@@ -101,8 +111,10 @@ func decodeSframe(d []byte, addr uint64) (hdr []byte, fdes []sframeFDE, err erro
 		p := fres[le.Uint32(e[12:]):]
 		n := int(le.Uint16(p))
 		fde.info = p[2]
-		if p[3] != 0 || p[4] != 0 {
-			return nil, nil, fmt.Errorf("FDE %d: FDE type %d, rep size %d", i, p[3], p[4])
+		// The default FDE type; a repetition size only for a PC-mask
+		// FDE (a PLT's, in a host-linked binary).
+		if p[3] != 0 || (p[4] != 0) != (fde.info&sframePCMask != 0) {
+			return nil, nil, fmt.Errorf("FDE %d: FDE type %d, info %#x, rep size %d", i, p[3], fde.info, p[4])
 		}
 		p = p[sframeAttrSize:]
 		addrSize := [...]int{1, 2, 4, 0}[fde.info&0xf]
@@ -150,7 +162,7 @@ func TestSframe(t *testing.T) {
 		t.Run(goarch, func(t *testing.T) {
 			t.Parallel()
 			f := buildSframeTestProg(t, goarch, "")
-			checkSframe(t, f, goarch)
+			checkSframe(t, f, goarch, false)
 
 			off := buildSframeTestProg(t, goarch, "-sframe=false")
 			if off.Section(".sframe") != nil {
@@ -165,7 +177,40 @@ func TestSframe(t *testing.T) {
 	}
 }
 
-func checkSframe(t *testing.T, f *elf.File, goarch string) {
+// TestSframeHostlink checks the table carried through an external link
+// by GNU ld 2.40 (sframe_hostlink.go), for each architecture whose C
+// cross-compiler is installed.
+func TestSframeHostlink(t *testing.T) {
+	testenv.MustHaveGoBuild(t)
+	testenv.MustHaveCGO(t)
+	for _, c := range []struct{ goarch, cc string }{{"amd64", "gcc"}, {"arm64", "aarch64-linux-gnu-gcc"}} {
+		t.Run(c.goarch, func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(c.cc); err != nil {
+				t.Skipf("skipping: %s not installed", c.cc)
+			}
+			out, _ := exec.Command(c.cc, "-Wl,--version").CombinedOutput()
+			if !regexp.MustCompile(`(?m)^GNU ld .* 2\.40$`).Match(out) {
+				t.Skipf("skipping: the system linker is not GNU ld 2.40")
+			}
+			env := []string{"CGO_ENABLED=1", "CC=" + c.cc}
+			checkSframe(t, buildSframeTestProg(t, c.goarch, "-linkmode=external", env...), c.goarch, true)
+			pie := buildSframeTestProg(t, c.goarch, "-linkmode=external -s", append(env, "GOFLAGS=-buildmode=pie")...)
+			if pie.Section(".sframe") == nil || pie.Section(".sframe").Type != shtGNUSframe {
+				t.Errorf("PIE: no SHT_GNU_SFRAME .sframe section")
+			}
+
+			off := buildSframeTestProg(t, c.goarch, "-linkmode=external -sframe=false", env...)
+			for _, p := range off.Progs {
+				if p.Type == ptGNUSframe {
+					t.Errorf("-sframe=false: binary has a PT_GNU_SFRAME header")
+				}
+			}
+		})
+	}
+}
+
+func checkSframe(t *testing.T, f *elf.File, goarch string, hostlinked bool) {
 	sect := f.Section(".sframe")
 	if sect == nil {
 		t.Fatal("no .sframe section")
@@ -240,12 +285,31 @@ func checkSframe(t *testing.T, f *elf.File, goarch string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := f.Section(".text")
+	// The Go text; in a host-linked binary the C code around it and the
+	// PLT may have FDEs of their own.
+	var goText, goEtext uint64
+	for _, s := range syms {
+		switch s.Name {
+		case "runtime.text":
+			goText = s.Value
+		case "runtime.etext":
+			goEtext = s.Value
+		}
+	}
+	if goText == 0 || goEtext <= goText {
+		t.Fatalf("no runtime.text/runtime.etext symbols")
+	}
+	goFDEs := 0
+	for _, fde := range fdes {
+		if goText <= fde.start && fde.start < goEtext {
+			goFDEs++
+		}
+	}
 	named := make(map[string]sframeFDE)
 	nfuncs := 0
 	for _, s := range syms {
 		// go:textfipsstart and go:textfipsend mark a range of text; they are not functions.
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value >= text.Addr+text.Size || strings.HasPrefix(s.Name, "go:") {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < goText || s.Value >= goEtext || strings.HasPrefix(s.Name, "go:") {
 			continue
 		}
 		nfuncs++
@@ -259,14 +323,17 @@ func checkSframe(t *testing.T, f *elf.File, goarch string) {
 		}
 		named[s.Name] = fde
 	}
-	if nfuncs != len(fdes) {
-		t.Errorf("%d functions in the symbol table, %d FDEs", nfuncs, len(fdes))
+	if nfuncs != goFDEs {
+		t.Errorf("%d Go functions in the symbol table, %d FDEs in the Go text", nfuncs, goFDEs)
 	}
 
 	// The outermost frames end the walk; signal trampolines say so.
 	for _, name := range []string{"runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0", "runtime.sigtramp.abi0",
 		"_rt0_" + goarch + "_linux", "_rt0_" + goarch} {
 		fde, ok := named[name]
+		if !ok && strings.HasPrefix(name, "_rt0_") && hostlinked {
+			continue // a host-linked program enters at C's _start
+		}
 		if !ok {
 			t.Errorf("no FDE for %s", name)
 			continue
@@ -321,5 +388,138 @@ func checkSframe(t *testing.T, f *elf.File, goarch string) {
 	}
 	if !saved || !restored || len(fde.rows) < 4 {
 		t.Errorf("main.big: rows %+v, want the FP saved after the prologue and restored in the epilogue", fde.rows)
+	}
+}
+
+// sframeV1TestSection returns a version 1 section at addr as GNU ld 2.40
+// writes it: a PLT-like PC-mask FDE at 0x1000, and the Go function of st
+// at 0x2000 (link-time address 0x100), and that st.
+func sframeV1TestSection() ([]byte, *sframeHostState) {
+	le := binary.LittleEndian
+	st := &sframeHostState{
+		// One Go function: attributes (1 row, ADDR1) and a row CFA=SP+8.
+		fres:  []byte{1, 0, sframeFREAddr1, 0, 0, 0, sframeWord1<<5 | 1<<1 | sframeBaseSP, 8},
+		nfres: 1,
+		funcs: []sframeHostFunc{{addr: 0x100, size: 0x40, off: 0, end: 8}},
+	}
+	const addr = 0x3000
+	hdr := make([]byte, sframeHeaderSize)
+	le.PutUint16(hdr, sframeMagic)
+	hdr[2], hdr[3], hdr[4], hdr[6] = sframeVersion1, sframeFSorted, sframeABIAMD64LE, 0xf8
+	fres := []byte{
+		0, sframeWord1<<5 | 1<<1 | sframeBaseSP, 8, 11, sframeWord1<<5 | 1<<1 | sframeBaseSP, 16, // PLT entries
+		// The Go function's carrier rows, padded.
+		0, sframeWord4<<5 | 2<<1 | sframeBaseSP, 8, 0, 0, 0, 0xf0, 0xff, 0xff, 0xff,
+		1, sframeWord4<<5 | 2<<1 | sframeBaseSP, 8, 0, 0, 0, 0xf0, 0xff, 0xff, 0xff,
+	}
+	var fdes []byte
+	for _, f := range []struct {
+		start, size, freOff, n uint32
+		info                   byte
+	}{{0x1000, 0x100, 0, 2, sframePCMask}, {0x2000, 0x40, 6, 2, 0}} {
+		fdes = le.AppendUint32(fdes, f.start-addr)
+		fdes = le.AppendUint32(fdes, f.size)
+		fdes = le.AppendUint32(fdes, f.freOff)
+		fdes = le.AppendUint32(fdes, f.n)
+		fdes = append(fdes, f.info)
+	}
+	le.PutUint32(hdr[8:], 2)
+	le.PutUint32(hdr[12:], 4)
+	le.PutUint32(hdr[16:], uint32(len(fres)))
+	le.PutUint32(hdr[24:], uint32(len(fdes)))
+	return append(append(hdr, fdes...), fres...), st
+}
+
+func TestSframeV1ToV3(t *testing.T) {
+	sec, st := sframeV1TestSection()
+	const addr = 0x3000
+	out, err := sframeV1ToV3(sec, addr, st, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) > len(sec) {
+		t.Errorf("version 3 table of %d bytes, carrier of %d", len(out), len(sec))
+	}
+	hdr, fdes, err := decodeSframe(out, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hdr[2] != sframeVersion3 || hdr[3] != sframeFSorted|sframeFPCRel {
+		t.Errorf("version %d flags %#x", hdr[2], hdr[3])
+	}
+	want := []struct {
+		start, size uint64
+		rows        int
+		words       []int32
+	}{{0x1000, 0x100, 2, []int32{8}}, {0x2000, 0x40, 1, []int32{8}}}
+	if len(fdes) != len(want) {
+		t.Fatalf("%d FDEs, want %d", len(fdes), len(want))
+	}
+	for i, w := range want {
+		f := fdes[i]
+		if f.start != w.start || f.size != w.size || len(f.rows) != w.rows || !slices.Equal(f.rows[0].words, w.words) {
+			t.Errorf("FDE %d: %#x+%#x rows %+v; want %#x+%#x, %d rows, first %v", i, f.start, f.size, f.rows, w.start, w.size, w.rows, w.words)
+		}
+	}
+	if fdes[0].info&sframePCMask == 0 {
+		t.Errorf("PLT FDE lost its PC-mask type: info %#x", fdes[0].info)
+	}
+
+	// The Go functions must be found: a shifted copy is an error.
+	st.funcs[0].size++
+	if _, err := sframeV1ToV3(sec, addr, st, false); err == nil {
+		t.Errorf("no error for a section without the Go functions")
+	}
+}
+
+// FuzzSframeV1ToV3 feeds the rewrite arbitrary linker output: it must
+// return an error, never panic.
+func FuzzSframeV1ToV3(f *testing.F) {
+	sec, _ := sframeV1TestSection()
+	f.Add(sec)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, st := sframeV1TestSection()
+		out, err := sframeV1ToV3(data, 0x3000, st, false)
+		if err == nil {
+			if _, _, err := decodeSframe(out, 0x3000); err != nil {
+				t.Errorf("rewrite produced a table that does not decode: %v", err)
+			}
+		}
+	})
+}
+
+// TestSframeDisable checks what a failed rewrite leaves: no program
+// header, and no bytes a reader could take for a table.
+func TestSframeDisable(t *testing.T) {
+	testenv.MustHaveGoBuild(t)
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "prog.go"), filepath.Join(dir, "prog")
+	if err := os.WriteFile(src, []byte(sframeTestProg), 0666); err != nil {
+		t.Fatal(err)
+	}
+	cmd := testenv.Command(t, testenv.GoToolPath(t), "build", "-o", bin, src)
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v:\n%s", cmd.Args, err, out)
+	}
+	if err := sframeDisable(bin); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == ptGNUSframe {
+			t.Errorf("PT_GNU_SFRAME left in place")
+		}
+	}
+	data, err := f.Section(".sframe").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(data, func(b byte) bool { return b != 0 }) {
+		t.Errorf(".sframe not zeroed")
 	}
 }
