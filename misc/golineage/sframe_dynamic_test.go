@@ -32,7 +32,7 @@ import (
 // the busy fixture (frameless leaves under preemption) and fpcheck's
 // stress corpus (GC, stack growth, syscalls, signals, cgo calls and
 // callbacks, a C-created thread), linked internally so that the Go
-// linker writes the whole table. It skips unless the fixture's toolchain
+// linker writes the whole table, and externally. It skips unless the fixture's toolchain
 // (GOLINEAGE_FIXTURE_GO) emits a PT_GNU_SFRAME segment.
 func TestSFrameDynamic(t *testing.T) {
 	for _, prog := range []struct {
@@ -43,6 +43,11 @@ func TestSFrameDynamic(t *testing.T) {
 		{"busy", func(t *testing.T) string { return fixture(t, "busy") }, nil},
 		{"stress", func(t *testing.T) string {
 			return fixtureFrom(t, "../fpcheck/testdata/stress", "stress", "-ldflags=-linkmode=internal")
+		}, []string{"-d", "4s"}},
+		// Linked by the system linker: the table the Go linker rewrites
+		// after a GNU ld 2.40 link (doc/sframe.md, "External linking").
+		{"stress-hostlinked", func(t *testing.T) string {
+			return fixtureFrom(t, "../fpcheck/testdata/stress", "stress-hostlinked", "-ldflags=-linkmode=external")
 		}, []string{"-d", "4s"}},
 	} {
 		t.Run(prog.name, func(t *testing.T) {
