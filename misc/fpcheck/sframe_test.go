@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -371,6 +372,27 @@ func TestSFrameToolchain(t *testing.T) {
 			t.Logf("%s%s", stdout, stderr)
 			if code != exitClean {
 				t.Errorf("fpcheck sframe: exit %d, want 0 (report above)", code)
+			}
+		})
+	}
+}
+
+// TestSFrameToolchainBinaries checks the table in the fork's own toolchain
+// binaries (the go command, the compiler, the linker), which the fork's
+// linker wrote when make.bash built them.
+func TestSFrameToolchainBinaries(t *testing.T) {
+	if !isFork() {
+		t.Skipf("skipping: %s is not the fork", runtime.Version())
+	}
+	tools := filepath.Join(runtime.GOROOT(), "pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH)
+	for _, bin := range []string{goTool(), filepath.Join(tools, "compile"), filepath.Join(tools, "link")} {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			if _, err := openBinary(t, bin).SFrame(); errors.Is(err, gobin.ErrNoSFrame) && os.Getenv("CI") == "" {
+				t.Skipf("skipping: %s has no table (built before the linker wrote one? rerun make.bash)", bin)
+			}
+			code, stdout, stderr := fpcheck(t, "sframe", bin)
+			if code != exitClean {
+				t.Errorf("fpcheck sframe %s: exit %d, want 0\n%s%s", bin, code, stdout, stderr)
 			}
 		})
 	}
