@@ -350,7 +350,8 @@ func TestSFrameToolchain(t *testing.T) {
 		env := []string{"GOARCH=" + cc.goarch, "CGO_ENABLED=1", "CC=" + cc.cc}
 		progs = append(progs,
 			prog{"cgocb-internal-" + cc.goarch, "./testdata/progs/cgocb", env, []string{"-ldflags=-linkmode=internal"}},
-			prog{"cgocb-external-" + cc.goarch, "./testdata/progs/cgocb", env, []string{"-ldflags=-linkmode=external"}})
+			prog{"cgocb-external-" + cc.goarch, "./testdata/progs/cgocb", env, []string{"-ldflags=-linkmode=external"}},
+			prog{"cgocb-external-cshared-" + cc.goarch, "./testdata/progs/cgocb", env, []string{"-buildmode=c-shared"}})
 	}
 	for _, p := range progs {
 		t.Run(p.name, func(t *testing.T) {

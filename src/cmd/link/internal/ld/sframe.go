@@ -64,7 +64,8 @@
 //
 // Outermost frames. The process entry points (_rt0_GOARCH_GOOS and the
 // _rt0_GOARCH it jumps to, where the word at SP is argc, not a return
-// address) and every TOPFRAME function (goexit, mstart, rt0_go,
+// address; not the _lib entries of c-shared libraries and plugins, which
+// the dynamic loader calls) and every TOPFRAME function (goexit, mstart, rt0_go,
 // the clone child's entry, sigtramp, crosscall2's C-entry side and the
 // other C-ABI entries the runtime marks) gets a single row with no data
 // words, the format's "RA undefined" marker: the unwinder stops there,
@@ -113,8 +114,8 @@
 // 1 carrier that sframe_hostlink.go rewrites as version 3 after the link.
 // With other system linkers (gold, lld, mold, other GNU ld versions) the
 // Go object carries no .sframe, and a cgo binary linked by them has only
-// what the C objects bring. External links of c-archive, c-shared and
-// plugin build modes carry none either.
+// what the C objects bring. A c-archive carries none: the system linker
+// that links its Go object runs later, outside this link.
 //
 // arm64 assembly. crosscall2 (NOFRAME) allocates its frame with SUB and
 // saves the frame record later with STP (R29, R30), off(RSP): LR holds
@@ -212,7 +213,7 @@ type sframeState struct {
 func (ctxt *Link) sframeEnabled() bool {
 	return *flagSframe && ctxt.HeadType == objabi.Hlinux && ctxt.IsELF &&
 		(ctxt.IsAMD64() || ctxt.IsARM64()) &&
-		(ctxt.IsInternal() || ctxt.BuildMode == BuildModeExe || ctxt.BuildMode == BuildModePIE)
+		(ctxt.IsInternal() || ctxt.BuildMode == BuildModeExe || ctxt.BuildMode == BuildModePIE || ctxt.BuildMode == BuildModeCShared || ctxt.BuildMode == BuildModePlugin)
 }
 
 // sframe creates the .sframe section symbol. It runs after textaddress,
@@ -406,7 +407,7 @@ func sframeRows(ctxt *Link, st *sframeState, s loader.Sym, fi loader.FuncInfo) [
 	ldr := ctxt.loader
 	rows := st.rows[:0]
 	defer func() { st.rows = rows[:0] }()
-	if name := ldr.SymName(s); fi.TopFrame() || sframeSignalTrampoline(name) || name == "runtime.mcall" || strings.HasPrefix(name, "_rt0_") {
+	if name := ldr.SymName(s); fi.TopFrame() || sframeSignalTrampoline(name) || name == "runtime.mcall" || strings.HasPrefix(name, "_rt0_") && !strings.HasSuffix(name, "_lib") {
 		return append(rows, sframeRow{undefined: true})
 	}
 	code := ldr.Data(s)
