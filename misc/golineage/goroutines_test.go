@@ -169,35 +169,62 @@ func TestGoroutinesMatchDump(t *testing.T) {
 // program's own dump for the shapes fixture: deep recursion, inlining,
 // closures, generics, a method, timers, a locked thread, a blocking system
 // call, a cgo call blocked in C and a cgo callback parked under C frames.
+// It reads the fixture live and from a core, built plain (gcore), stripped
+// (the kernel's core) and as a stripped PIE (gcore).
 func TestGoroutinesMatchDumpShapes(t *testing.T) {
-	exe := fixture(t, "shapes")
-	requireABI(t, exe)
-	p := start(t, exe, "GOGC=off")
-	dump := parseDump(p.report)
-	out, stderr, code := tool(t, "ps", "-json", "-stacks", strconv.Itoa(p.pid()))
-	if code != 0 {
-		t.Fatalf("ps: exit %d: %s", code, stderr)
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		kernel bool
+	}{
+		{"plain", nil, false},
+		{"stripped", []string{"-ldflags=-s -w"}, true},
+		{"pie-stripped", []string{"-buildmode=pie", "-ldflags=-s -w"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exe := fixture(t, "shapes", tc.flags...)
+			requireABI(t, exe)
+			p := start(t, exe, "GOGC=off")
+			dump := parseDump(p.report)
+			out, stderr, code := tool(t, "ps", "-json", "-stacks", strconv.Itoa(p.pid()))
+			if code != 0 {
+				t.Fatalf("ps: exit %d: %s", code, stderr)
+			}
+			checkAgainstDump(t, "live", out, dump, 12)
+			p.checkRunning(t)
+			checkWaitSince(t, out, p.started)
+
+			var core string
+			if tc.kernel {
+				var kp *proc
+				core, kp = kernelCore(t, exe, "GOGC=off")
+				dump = parseDump(kp.report)
+			} else {
+				core = gcore(t, p.pid())
+			}
+			out, stderr, code = tool(t, "ps", "-json", "-stacks", "--core", core, exe)
+			if code != 0 {
+				t.Fatalf("ps --core: exit %d: %s", code, stderr)
+			}
+			checkAgainstDump(t, "core", out, dump, 12)
+		})
 	}
-	checkAgainstDump(t, "live", out, dump, 12)
-	p.checkRunning(t)
-	// The fixture collected garbage after its goroutines parked, so each
-	// waiting one has a wait start, between the fixture's start and now.
-	for _, g := range parsePsJSON(t, out) {
+}
+
+// checkWaitSince: the shapes fixture collected garbage after its
+// goroutines parked, so each waiting one has a wait start, between the
+// fixture's start and now.
+func checkWaitSince(t *testing.T, psJSON string, started time.Time) {
+	t.Helper()
+	for _, g := range parsePsJSON(t, psJSON) {
 		if g.State != "waiting" || g.Start == nil || !strings.HasPrefix(g.Start.Func, "main.") {
 			continue
 		}
 		since, err := time.Parse(time.RFC3339Nano, g.WaitSince)
-		if err != nil || since.Before(p.started) || since.After(time.Now()) {
-			t.Errorf("goroutine %d [%s]: wait_since %q (%v), want between %v and now", g.Goid, g.WaitReason, g.WaitSince, err, p.started)
+		if err != nil || since.Before(started) || since.After(time.Now()) {
+			t.Errorf("goroutine %d [%s]: wait_since %q (%v), want between %v and now", g.Goid, g.WaitReason, g.WaitSince, err, started)
 		}
 	}
-
-	core := gcore(t, p.pid())
-	out, stderr, code = tool(t, "ps", "-json", "-stacks", "--core", core, exe)
-	if code != 0 {
-		t.Fatalf("ps --core: exit %d: %s", code, stderr)
-	}
-	checkAgainstDump(t, "core", out, dump, 12)
 }
 
 // TestStacksAll checks that stacks -all prints every parked goroutine of
