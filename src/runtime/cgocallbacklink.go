@@ -16,29 +16,36 @@
 // wants to see.
 //
 // So crosscall2 passes its own frame record, which links to C's frame
-// pointer as C left it, to cgocallback, which stores it next to the fake
-// record together with a copy of curg.sched.bp (the word offsets below).
-// cgoCallbackLinkC, called by cgocallbackg before anything can move the
-// stack, walks the chain from there: at most cgoLinkMaxRecords records,
-// each aligned, on the g0 stack above cgocallback's frame, each strictly
-// above the last, the last one's saved frame pointer exactly
+// pointer as C left it, to cgocallback, which walks the chain from there
+// on g0, before it switches to the goroutine stack (CGO_LINK_WALK in
+// cgocallbacklink_GOARCH.h, assembly for its cost: see doc/benchmarks.md).
+// It walks only if curg.sched.bp is not 0 and cgocallback's SP is not
+// below g0's stack, and follows at most cgoLinkMaxRecords records, each
+// strictly above the last and below the g0 SP at which asmcgocall called
+// C (so all on the thread's stack, between the callback and the cgocall
+// site); the last one's saved frame pointer must be exactly
 // curg.sched.bp. If the walk succeeds, the fake record's saved frame
-// pointer becomes crosscall2's record, so the chain reads: callback
-// frames, fake record, crosscall2 (return PC in cgo's export stub), the C
-// frames, asmcgocall's record, cgocall, ..., goexit. Otherwise (C without
-// frame pointers, a corrupted record, an extra M whose goroutine has
-// sched.bp == 0) the fake record keeps curg.sched.bp, as before.
+// pointer is crosscall2's record, so the chain reads: callback frames,
+// fake record, crosscall2 (return PC in cgo's export stub), the C frames,
+// asmcgocall's record, cgocall, ..., goexit. Otherwise (C without frame
+// pointers, a corrupted record, a callback on another stack, an extra M
+// whose goroutine has sched.bp == 0) it is curg.sched.bp, as before.
+// Either way cgocallback keeps a copy of curg.sched.bp and the address of
+// the last C record (or 0) next to the fake record (the word offsets
+// below). Records need not be aligned: loads from the stack are safe
+// unaligned on amd64 and arm64, and the exact arrival at curg.sched.bp is
+// the check that matters. Other callers of cgocallback (Windows'
+// callbackasm1) pass a record that links nowhere.
 //
 // Three things depend on that choice:
 //
 //   - cgocallback restores curg.sched.bp on return from its copy, never
 //     from the fake record.
 //   - The last C record holds a pointer into the goroutine stack, which may
-//     move during the callback. cgoCallbackLinkC stores that record's
-//     address next to the fake record in place of crosscall2's, and
-//     adjustframe (stack.go) adjusts the pointer in it and the copy of
-//     curg.sched.bp. So the chain stays exact after the stack grows, and
-//     C returns to asmcgocall with its frame pointer on the current stack.
+//     move during the callback. adjustframe (stack.go) adjusts the
+//     pointer in it and the copy of curg.sched.bp. So the chain stays
+//     exact after the stack grows, and C returns to asmcgocall with its
+//     frame pointer on the current stack.
 //   - The runtime's own frame-pointer unwinders must keep recording what
 //     gentraceback records, which has no C frames. fpNextRecord steps from
 //     a fake record (recognised by its return PC) straight to the copy of
@@ -58,20 +65,16 @@ const cgoCallbackLinkArch = goarch.ArchFamily == goarch.AMD64 || goarch.ArchFami
 
 // Offsets from the fake frame record of the words cgocallback keeps in its
 // frame on the goroutine stack (asm_amd64.s, asm_arm64.s): a copy of
-// curg.sched.bp, and crosscall2's frame record, which cgoCallbackLinkC
-// replaces with the address of the last C frame record if it links them
-// (or 0).
+// curg.sched.bp, and the address of the last C frame record if it linked
+// them (or 0).
 const (
 	cgoLinkSchedBPOff = -8*goarch.IsAmd64 + 40*goarch.IsArm64
 	cgoLinkLastCOff   = -16*goarch.IsAmd64 + 48*goarch.IsArm64
 )
 
-// cgoLinkMaxRecords bounds the walk over C's frame records.
+// cgoLinkMaxRecords bounds the walk over C's frame records
+// (CGO_LINK_WALK in cgocallbacklink_GOARCH.h).
 const cgoLinkMaxRecords = 64
-
-// cgoLinkAlign is the alignment of a C frame record: 16 on amd64, where
-// the SysV ABI aligns the stack at calls; 8 on arm64.
-const cgoLinkAlign = 8 + 8*goarch.IsAmd64
 
 // cgoLinkFakeFromSP is the offset of the fake frame record from the SP of
 // cgocallback's frame on the goroutine stack.
@@ -83,54 +86,6 @@ const cgoLinkFakeFromSP = 40*goarch.IsAmd64 - 8*goarch.IsArm64
 //go:nosplit
 func cgoFakeRecordPC() uintptr {
 	return abi.FuncPCABI0(systemstack_switch) + 8
-}
-
-// cgoCallbackLinkC links the fake frame record of the cgocallback frame
-// whose SP is cbsp through C's frame records if they form a valid chain;
-// see the comment at the top of this file. g0sp is the SP of cgocallback's
-// frame on the g0 stack, below every C frame of the callback. It is called
-// from cgocallbackg before the stack can move.
-//
-//go:nosplit
-func cgoCallbackLinkC(cbsp, g0sp, g0hi uintptr) {
-	if !cgoCallbackLinkArch {
-		return
-	}
-	fake := uintptr(int(cbsp) + cgoLinkFakeFromSP)
-	schedBP := *(*uintptr)(unsafe.Add(unsafe.Pointer(fake), cgoLinkSchedBPOff))
-	lastp := (*uintptr)(unsafe.Add(unsafe.Pointer(fake), cgoLinkLastCOff))
-	cfp := *lastp
-	last := cgoLinkWalk(cfp, schedBP, g0sp, g0hi)
-	*lastp = last
-	if last != 0 {
-		*(*uintptr)(unsafe.Pointer(fake)) = cfp
-	}
-}
-
-// cgoLinkWalk returns the address of the last frame record of the chain
-// from fp that ends at want, if the chain is valid, or else 0.
-//
-//go:nosplit
-func cgoLinkWalk(fp, want, lo, hi uintptr) uintptr {
-	if want == 0 || hi-lo < 2*goarch.PtrSize {
-		return 0
-	}
-	// Every record lies in [lo, top]; each is above the last, so after the
-	// first only the upper bound needs checking.
-	top := hi - 2*goarch.PtrSize
-	if fp < lo || fp > top || fp&(cgoLinkAlign-1) != 0 {
-		return 0
-	}
-	for n := cgoLinkMaxRecords - 1; ; n-- {
-		next := *(*uintptr)(unsafe.Pointer(fp))
-		if next == want {
-			return fp
-		}
-		if n == 0 || next <= fp || next > top || next&(cgoLinkAlign-1) != 0 {
-			return 0
-		}
-		fp = next
-	}
 }
 
 // adjustCgoCallbackLink adjusts, for copystack, the pointers into the
