@@ -47,7 +47,7 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	fl.StringVar(&pf.collector, "collector", "ptrace", "ptrace (stop threads from user space) or bpf (copy stacks in the kernel with bpftrace)")
 	fl.BoolVar(&pf.native, "native", false, "native stacks only (allowed for binaries without the lineage ABI)")
 	fl.BoolVar(&pf.running, "running", false, "keep only samples of threads that were running (a CPU profile)")
-	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times to standard error")
+	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times and the sampling loop's CPU time to standard error")
 	fl.BoolVar(&pf.consistent, "consistent", false, "stop all threads together for each sample (a snapshot consistent across threads; costs the target more)")
 	fl.BoolVar(&pf.wall, "wall", false, "wall-clock profile of every goroutine, running or not (from the goroutine registry, read with no thread stopped; with -consistent, all threads stop for each sample)")
 	if err := parseFlags(fl, args, stderr); err != nil {
@@ -196,9 +196,18 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 	period := time.Second / time.Duration(pf.hz)
 	deadline := time.Now().Add(pf.duration)
 	var stops []time.Duration
+	start, cpu0 := time.Now(), cpuTime()
 	defer func() {
 		if pf.stats || len(stops) > 0 {
 			reportStops(pf.stderr, stops)
+		}
+		if pf.stats {
+			// What sampling itself costs the machine (not start-up or
+			// writing the profile): CPU time of this process while it
+			// sampled.
+			d, cpu := time.Since(start), cpuTime()-cpu0
+			fmt.Fprintf(pf.stderr, "golineage: sampling used %v of CPU time in %v (%.1f%% of one CPU)\n",
+				cpu.Round(time.Millisecond), d.Round(time.Millisecond), 100*cpu.Seconds()/d.Seconds())
 		}
 	}()
 	var loopErr error
