@@ -84,7 +84,7 @@ func (s *readStats) write(w io.Writer) {
 		s.mode, s.gs, s.read.Round(time.Microsecond), float64(s.read.Nanoseconds())/float64(max(s.gs, 1)), s.cpu.Round(time.Microsecond),
 		len(s.stops), longest.Round(time.Microsecond), held.Round(time.Microsecond), total.Round(time.Microsecond))
 	if s.mode == "live" {
-		fmt.Fprintf(w, "; %d goroutines re-read after changing, %d torn, %d read calls", s.reg.Retried, s.reg.Torn, s.reg.Calls)
+		fmt.Fprintf(w, "; %d goroutines re-read after changing, %d torn, %d running on no thread read, %d read calls", s.reg.Retried, s.reg.Torn, s.late, s.reg.Calls)
 	}
 	fmt.Fprintln(w)
 }
