@@ -90,7 +90,7 @@ func TestLiveReadStops(t *testing.T) {
 // waking: goroutines that change while read are read again (counted), and
 // every stack kept is whole.
 func TestLiveReadChurn(t *testing.T) {
-	exe := fixture(t, "churn")
+	exe := fixture(t, "parkwake")
 	requireABI(t, exe)
 	p := start(t, exe)
 	want := []string{"time.Sleep", "main.churn.func1"}

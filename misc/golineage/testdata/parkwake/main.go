@@ -1,4 +1,4 @@
-// churn keeps 200 goroutines parking and waking: each sleeps 0.2 to 1.2 ms at
+// parkwake keeps 200 goroutines parking and waking: each sleeps 0.2 to 1.2 ms at
 // the bottom of 10 frames of main.deep, over and over, while 100 more stay
 // parked in a channel receive. It prints "ready" and waits for its
 // standard input to close.
