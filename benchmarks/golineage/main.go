@@ -1,7 +1,7 @@
 // Command golineage measures what golineage's reads of every goroutine cost
 // (doc/benchmarks.md, "golineage: reading every goroutine"):
 //
-//   - snapshot: `golineage ps -json -stats` (every goroutine, its stack
+//   - snapshot: `golineage ps -json -stacks -stats` (every goroutine, its stack
 //     walked) of a stripped target with 1k, 10k and 100k goroutines parked
 //     20 frames deep in a channel receive, read live (the default) and with
 //     -stop (every thread stopped for the whole read): reader time, time
@@ -194,7 +194,7 @@ type psResult struct {
 
 func ps(golineage string, pid int, extra ...string) (psResult, error) {
 	var r psResult
-	args := append([]string{"ps", "-json", "-stats"}, extra...)
+	args := append([]string{"ps", "-json", "-stacks", "-stats"}, extra...)
 	cmd := exec.Command(golineage, append(args, strconv.Itoa(pid))...)
 	var stdout countWriter
 	var stderr bytes.Buffer
@@ -224,7 +224,7 @@ type countWriter int64
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 func snapshots(t tools) error {
-	fmt.Printf("\n## snapshot: golineage ps -json -stats, %d reads per row (median [min, max])\n\n", *n)
+	fmt.Printf("\n## snapshot: golineage ps -json -stacks -stats, %d reads per row (median [min, max])\n\n", *n)
 	fmt.Println("| goroutines | mode | reader time | per goroutine | reader CPU | longest stop | summed stop | stops | command wall | re-read | torn |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range strings.Split(*counts, ",") {

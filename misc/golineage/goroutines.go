@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -36,6 +35,12 @@ type goroutineSet struct {
 	gs   []goroutine
 	torn int    // records that kept changing (live targets only)
 	note string // why the set is empty or partial
+
+	machine bool // the output is JSON lines: notes go to stderr
+
+	// The target's monotonic clock (the runtime's nanotime) and the wall
+	// clock when it was read, live targets only: wait_since is a wall time.
+	monoNow, wallNow int64
 }
 
 // targetArgs parses "PID" or "--core CORE EXE" for the goroutine commands.
@@ -225,31 +230,18 @@ func (s *goroutineSet) createdAt(g *goroutine) string {
 	return fmt.Sprintf("%s:%d", l.File, l.Line)
 }
 
-// goroutineJSON is one goroutine of ps -json.
-type goroutineJSON struct {
-	Goid      uint64   `json:"goid"`
-	Parent    uint64   `json:"parent"`
-	Status    string   `json:"status"`
-	Reason    string   `json:"wait_reason,omitempty"`
-	WaitNS    int64    `json:"wait_ns,omitempty"`
-	WaitsOn   string   `json:"waits_on,omitempty"`
-	TID       int      `json:"tid,omitempty"`
-	Function  string   `json:"function"`
-	CreatedAt string   `json:"created_at,omitempty"`
-	Ancestors []uint64 `json:"ancestors,omitempty"`
-	Frames    []string `json:"frames,omitempty"`
-}
-
 func cmdPs(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("ps", flag.ContinueOnError)
 	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
-	asJSON := fl.Bool("json", false, "print JSON, one object per goroutine, with its stack")
+	asJSON := fl.Bool("json", false, "print JSON, one object per goroutine and line")
+	stacks := fl.Bool("stacks", false, "with -json, give each goroutine's stack")
 	if err := parseFlags(fl, args, stderr); err != nil {
 		return err
 	}
 	return goroutineCommand("ps", fl, *core, stdout, stderr, func(w *bufio.Writer, s *goroutineSet) error {
 		if *asJSON {
-			return s.writeJSON(w)
+			s.machine = true
+			return s.writeJSON(w, *stacks)
 		}
 		s.writePs(w)
 		return nil
@@ -299,8 +291,15 @@ func goroutineCommand(name string, fl *flag.FlagSet, core string, stdout, stderr
 	if err := out(w, set); err != nil {
 		return err
 	}
+	notes := io.Writer(w)
+	if set.machine {
+		notes = stderr
+		if set.note != "" {
+			fmt.Fprintf(stderr, "(%s)\n", set.note)
+		}
+	}
 	if set.torn > 0 {
-		fmt.Fprintf(w, "(%d goroutines changed while read and were left out)\n", set.torn)
+		fmt.Fprintf(notes, "(%d goroutines changed while read and were left out)\n", set.torn)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -331,28 +330,9 @@ func (s *goroutineSet) writePs(w io.Writer) {
 	}
 }
 
-func (s *goroutineSet) writeJSON(w io.Writer) error {
-	out := []goroutineJSON{}
-	for i := range s.gs {
-		g := &s.gs[i]
-		j := goroutineJSON{Goid: g.Goid, Parent: g.Record.ParentGoid, Status: lineageabi.StatusName(g.Status),
-			Reason: g.WaitReason, WaitNS: int64(g.Wait), WaitsOn: g.waitObject(), TID: g.TID,
-			Function: s.startFunc(g), CreatedAt: s.createdAt(g)}
-		for _, a := range g.Record.Anc {
-			j.Ancestors = append(j.Ancestors, a.Goid)
-		}
-		for _, l := range g.Frames {
-			j.Frames = append(j.Frames, stack.FuncName(l))
-		}
-		out = append(out, j)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
 // writeTree prints goroutines under their creators. A creator that has
 // exited is printed from its descendants' ancestor entries, marked exited.
+// Siblings of the same shape are collapsed: "x1000 main.worker [chan receive]".
 func (s *goroutineSet) writeTree(w io.Writer) {
 	live := map[uint64]*goroutine{}
 	children := map[uint64][]uint64{}
@@ -404,27 +384,60 @@ func (s *goroutineSet) writeTree(w io.Writer) {
 		}
 		return "?"
 	}
-	var walk func(id uint64, depth int)
-	walk = func(id uint64, depth int) {
-		indent := strings.Repeat("  ", depth)
+	state := func(id uint64) string {
 		if g, ok := live[id]; ok {
-			fmt.Fprintf(w, "%sgoroutine %d [%s] %s\n", indent, id, g.state(), name(id))
-		} else {
-			fmt.Fprintf(w, "%sgoroutine %d [exited] %s\n", indent, id, name(id))
+			return g.state()
 		}
-		kids := children[id]
+		return "exited"
+	}
+	sorted := func(kids []uint64) []uint64 {
 		sort.Slice(kids, func(i, j int) bool {
 			if a, b := name(kids[i]), name(kids[j]); a != b {
 				return a < b
 			}
 			return kids[i] < kids[j]
 		})
-		for _, k := range kids {
-			walk(k, depth+1)
+		return kids
+	}
+	// sig is a subtree's shape: siblings with the same shape (function,
+	// state and descendants) are printed once, with their count.
+	sigs := map[uint64]string{}
+	var sig func(id uint64) string
+	sig = func(id uint64) string {
+		if s, ok := sigs[id]; ok {
+			return s
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s [%s](", name(id), state(id))
+		for _, k := range sorted(children[id]) {
+			b.WriteString(sig(k))
+			b.WriteByte(',')
+		}
+		b.WriteByte(')')
+		sigs[id] = b.String()
+		return sigs[id]
+	}
+	var walk func(id uint64, n, depth int)
+	walk = func(id uint64, n, depth int) {
+		indent := strings.Repeat("  ", depth)
+		if n > 1 {
+			fmt.Fprintf(w, "%sx%d %s [%s]\n", indent, n, name(id), state(id))
+		} else {
+			fmt.Fprintf(w, "%sgoroutine %d [%s] %s\n", indent, id, state(id), name(id))
+		}
+		var first []uint64
+		count := map[string]int{}
+		for _, k := range sorted(children[id]) {
+			if count[sig(k)]++; count[sig(k)] == 1 {
+				first = append(first, k)
+			}
+		}
+		for _, k := range first {
+			walk(k, count[sig(k)], depth+1)
 		}
 	}
 	for _, r := range roots {
-		walk(r, 0)
+		walk(r, 1, 0)
 	}
 }
 

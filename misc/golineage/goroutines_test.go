@@ -9,48 +9,63 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"fpsafe.dev/misc/internal/golden"
 )
 
 // dumpGoroutine is one goroutine of the runtime's own traceback of all
-// goroutines (runtime.Stack(buf, true)).
+// goroutines (runtime.Stack(buf, true), as pprof's debug=2 goroutine
+// profile prints it).
 type dumpGoroutine struct {
-	reason string
-	parent uint64
-	funcs  []string // function names, innermost first
+	reason    string
+	parent    uint64
+	frames    []frameJSON // innermost first
+	createdBy frameJSON
 }
 
 var (
 	reDumpHead    = regexp.MustCompile(`^goroutine (\d+) (?:gp=\S+ m=\S+ (?:mp=\S+ )?)?\[([^,\]]+)`)
-	reDumpCreated = regexp.MustCompile(`^created by .* in goroutine (\d+)`)
+	reDumpCreated = regexp.MustCompile(`^created by (\S+)(?: in goroutine (\d+))?`)
+	reDumpPos     = regexp.MustCompile(`^\t(.*):(\d+)(?: \+0x[0-9a-f]+)?$`)
 )
 
 func parseDump(lines []string) map[uint64]dumpGoroutine {
 	gs := map[uint64]dumpGoroutine{}
 	var id uint64
 	var cur *dumpGoroutine
+	var pos *frameJSON // the frame or creator the next position line belongs to
 	for _, l := range lines {
 		if m := reDumpHead.FindStringSubmatch(l); m != nil {
 			id, _ = strconv.ParseUint(m[1], 10, 64)
-			gs[id] = dumpGoroutine{reason: m[2]}
-			g := gs[id]
-			cur = &g
+			cur, pos = &dumpGoroutine{reason: m[2]}, nil
 			continue
 		}
-		if cur == nil || l == "" || strings.HasPrefix(l, "\t") {
-			if l == "" && cur != nil {
-				gs[id] = *cur
-				cur = nil
+		if cur == nil {
+			continue
+		}
+		if l == "" {
+			gs[id] = *cur
+			cur, pos = nil, nil
+			continue
+		}
+		if m := reDumpPos.FindStringSubmatch(l); m != nil {
+			if pos != nil {
+				pos.File = m[1]
+				pos.Line, _ = strconv.Atoi(m[2])
 			}
+			pos = nil
 			continue
 		}
 		if m := reDumpCreated.FindStringSubmatch(l); m != nil {
-			cur.parent, _ = strconv.ParseUint(m[1], 10, 64)
+			cur.parent, _ = strconv.ParseUint(m[2], 10, 64)
+			cur.createdBy = frameJSON{Func: m[1]}
+			pos = &cur.createdBy
 			continue
 		}
-		if i := strings.LastIndex(l, "("); i > 0 && !strings.HasPrefix(l, "created by") {
-			cur.funcs = append(cur.funcs, l[:i])
+		if i := strings.LastIndex(l, "("); i > 0 {
+			cur.frames = append(cur.frames, frameJSON{Func: l[:i]})
+			pos = &cur.frames[len(cur.frames)-1]
 		}
 	}
 	if cur != nil {
@@ -59,16 +74,23 @@ func parseDump(lines []string) map[uint64]dumpGoroutine {
 	return gs
 }
 
-// userFuncs drops the runtime's frames, which the runtime's traceback of
-// other goroutines does not show either.
-func userFuncs(fs []string) []string {
-	var out []string
-	for _, f := range fs {
-		if !strings.HasPrefix(f, "runtime.") {
-			out = append(out, f)
+// hasMain reports whether a dumped goroutine runs the fixture's code.
+func (d dumpGoroutine) hasMain() bool {
+	return slices.ContainsFunc(d.frames, func(f frameJSON) bool { return strings.HasPrefix(f.Func, "main.") })
+}
+
+// parsePsJSON parses ps -json's output: one object per line.
+func parsePsJSON(t *testing.T, out string) []goroutineJSON {
+	t.Helper()
+	var gs []goroutineJSON
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var g goroutineJSON
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatalf("ps -json: %v in line %q", err, l)
 		}
+		gs = append(gs, g)
 	}
-	return out
+	return gs
 }
 
 func startParked(t *testing.T) (*proc, string, map[uint64]dumpGoroutine) {
@@ -79,25 +101,19 @@ func startParked(t *testing.T) (*proc, string, map[uint64]dumpGoroutine) {
 	return p, exe, parseDump(p.report)
 }
 
-// checkAgainstDump compares ps -json's goroutines with the program's own
-// dump: every goroutine the program created, with its status, wait reason,
-// creator and stack (walked from sched.bp), frame for frame.
-func checkAgainstDump(t *testing.T, who string, psJSON string, dump map[uint64]dumpGoroutine) {
+// checkAgainstDump compares ps -json -stacks' goroutines with the program's
+// own dump: every goroutine the program created, with its state, wait
+// reason, creator and stack (walked from sched.bp), frame for frame with
+// file and line.
+func checkAgainstDump(t *testing.T, who string, psJSON string, dump map[uint64]dumpGoroutine, want int) {
 	t.Helper()
-	var gs []goroutineJSON
-	if err := json.Unmarshal([]byte(psJSON), &gs); err != nil {
-		t.Fatalf("%s: ps -json: %v\n%s", who, err, psJSON)
-	}
 	byID := map[uint64]goroutineJSON{}
-	for _, g := range gs {
+	for _, g := range parsePsJSON(t, psJSON) {
 		byID[g.Goid] = g
 	}
 	compared := 0
 	for id, d := range dump {
-		if d.parent == 0 || id == 1 {
-			continue
-		}
-		if !slices.ContainsFunc(d.funcs, func(f string) bool { return strings.HasPrefix(f, "main.") }) {
+		if d.parent == 0 || id == 1 || !d.hasMain() {
 			continue // a runtime goroutine: may change state after the dump
 		}
 		g, ok := byID[id]
@@ -105,40 +121,110 @@ func checkAgainstDump(t *testing.T, who string, psJSON string, dump map[uint64]d
 			t.Errorf("%s: goroutine %d [%s] of the dump is missing", who, id, d.reason)
 			continue
 		}
-		if g.Status != "waiting" || g.Reason != d.reason {
-			t.Errorf("%s: goroutine %d: status %s reason %q, dump says %q", who, id, g.Status, g.Reason, d.reason)
+		if d.reason == "syscall" {
+			if g.State != "syscall" || g.WaitReason != "" {
+				t.Errorf("%s: goroutine %d: state %s reason %q, dump says syscall", who, id, g.State, g.WaitReason)
+			}
+		} else if g.State != "waiting" || g.WaitReason != d.reason {
+			t.Errorf("%s: goroutine %d: state %s reason %q, dump says %q", who, id, g.State, g.WaitReason, d.reason)
 		}
-		if g.Parent != d.parent {
-			t.Errorf("%s: goroutine %d: parent %d, dump says %d", who, id, g.Parent, d.parent)
+		if g.Parent != d.parent || len(g.Ancestors) == 0 || g.Ancestors[0].Goid != d.parent {
+			t.Errorf("%s: goroutine %d: parent %d, ancestors %+v, dump says %d", who, id, g.Parent, g.Ancestors, d.parent)
 		}
-		if got := userFuncs(g.Frames); !slices.Equal(got, d.funcs) {
-			t.Errorf("%s: goroutine %d [%s]: stack from sched.bp\n\t%q\ndump:\n\t%q", who, id, d.reason, got, d.funcs)
+		if g.CreatedBy == nil || *g.CreatedBy != d.createdBy {
+			t.Errorf("%s: goroutine %d: created by %+v, dump says %+v", who, id, g.CreatedBy, d.createdBy)
 		}
-		if g.Reason != "sleep" && g.WaitsOn == "" {
-			t.Errorf("%s: goroutine %d [%s]: no wait object", who, id, d.reason)
+		if !slices.Equal(g.Stack, d.frames) {
+			t.Errorf("%s: goroutine %d [%s]: stack from sched.bp\n\t%+v\ndump:\n\t%+v", who, id, d.reason, g.Stack, d.frames)
+		}
+		onObject := strings.HasPrefix(d.reason, "chan ") || d.reason == "select" || strings.HasPrefix(d.reason, "sync.")
+		if onObject != (g.WaitObject != "") {
+			t.Errorf("%s: goroutine %d [%s]: wait object %q", who, id, d.reason, g.WaitObject)
 		}
 		compared++
 	}
-	if compared != 13 {
-		t.Errorf("%s: compared %d goroutines of the fixture, want 13", who, compared)
+	if compared != want {
+		t.Errorf("%s: compared %d goroutines of the fixture, want %d", who, compared, want)
 	}
 }
 
 func TestGoroutinesMatchDump(t *testing.T) {
 	p, exe, dump := startParked(t)
-	out, stderr, code := tool(t, "ps", "-json", strconv.Itoa(p.pid()))
+	out, stderr, code := tool(t, "ps", "-json", "-stacks", strconv.Itoa(p.pid()))
 	if code != 0 {
 		t.Fatalf("ps: exit %d: %s", code, stderr)
 	}
-	checkAgainstDump(t, "live", out, dump)
+	checkAgainstDump(t, "live", out, dump, 13)
 	p.checkRunning(t)
 
 	core := gcore(t, p.pid())
-	out, stderr, code = tool(t, "ps", "-json", "--core", core, exe)
+	out, stderr, code = tool(t, "ps", "-json", "-stacks", "--core", core, exe)
 	if code != 0 {
 		t.Fatalf("ps --core: exit %d: %s", code, stderr)
 	}
-	checkAgainstDump(t, "core", out, dump)
+	checkAgainstDump(t, "core", out, dump, 13)
+}
+
+// TestGoroutinesMatchDumpShapes compares ps -json -stacks with the
+// program's own dump for the shapes fixture: deep recursion, inlining,
+// closures, generics, a method, timers, a locked thread, a blocking system
+// call, a cgo call blocked in C and a cgo callback parked under C frames.
+// It reads the fixture live and from a core, built plain (gcore), stripped
+// (the kernel's core) and as a stripped PIE (gcore).
+func TestGoroutinesMatchDumpShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		kernel bool
+	}{
+		{"plain", nil, false},
+		{"stripped", []string{"-ldflags=-s -w"}, true},
+		{"pie-stripped", []string{"-buildmode=pie", "-ldflags=-s -w"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exe := fixture(t, "shapes", tc.flags...)
+			requireABI(t, exe)
+			p := start(t, exe, "GOGC=off")
+			dump := parseDump(p.report)
+			out, stderr, code := tool(t, "ps", "-json", "-stacks", strconv.Itoa(p.pid()))
+			if code != 0 {
+				t.Fatalf("ps: exit %d: %s", code, stderr)
+			}
+			checkAgainstDump(t, "live", out, dump, 12)
+			p.checkRunning(t)
+			checkWaitSince(t, out, p.started)
+
+			var core string
+			if tc.kernel {
+				var kp *proc
+				core, kp = kernelCore(t, exe, "GOGC=off")
+				dump = parseDump(kp.report)
+			} else {
+				core = gcore(t, p.pid())
+			}
+			out, stderr, code = tool(t, "ps", "-json", "-stacks", "--core", core, exe)
+			if code != 0 {
+				t.Fatalf("ps --core: exit %d: %s", code, stderr)
+			}
+			checkAgainstDump(t, "core", out, dump, 12)
+		})
+	}
+}
+
+// checkWaitSince: the shapes fixture collected garbage after its
+// goroutines parked, so each waiting one has a wait start, between the
+// fixture's start and now.
+func checkWaitSince(t *testing.T, psJSON string, started time.Time) {
+	t.Helper()
+	for _, g := range parsePsJSON(t, psJSON) {
+		if g.State != "waiting" || g.Start == nil || !strings.HasPrefix(g.Start.Func, "main.") {
+			continue
+		}
+		since, err := time.Parse(time.RFC3339Nano, g.WaitSince)
+		if err != nil || since.Before(started) || since.After(time.Now()) {
+			t.Errorf("goroutine %d [%s]: wait_since %q (%v), want between %v and now", g.Goid, g.WaitReason, g.WaitSince, err, started)
+		}
+	}
 }
 
 // TestStacksAll checks that stacks -all prints every parked goroutine of
@@ -150,7 +236,7 @@ func TestStacksAll(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for id, d := range dump {
-		if !slices.ContainsFunc(d.funcs, func(f string) bool { return strings.HasPrefix(f, "main.") }) || id == 1 {
+		if !d.hasMain() || id == 1 {
 			continue
 		}
 		head := "goroutine " + strconv.FormatUint(id, 10) + " [" + d.reason + "]:\n"
@@ -245,30 +331,26 @@ func TestGoldenWaits(t *testing.T) {
 }
 
 func TestGoldenPsJSON(t *testing.T) {
-	out := parkedOutput(t, "ps", "-json")
-	var gs []goroutineJSON
-	if err := json.Unmarshal([]byte(out), &gs); err != nil {
-		t.Fatal(err)
-	}
+	out := parkedOutput(t, "ps", "-json", "-stacks")
 	// Keep the fixture's goroutines, with the ids and addresses that vary
 	// from run to run blanked, in an order that does not depend on ids.
-	var keep []goroutineJSON
-	for _, g := range gs {
-		if strings.HasPrefix(g.Function, "main.") {
-			g.Goid, g.Parent, g.Ancestors, g.TID = 0, 0, nil, 0
-			g.WaitsOn = reAddr.ReplaceAllString(g.WaitsOn, "ADDR")
-			keep = append(keep, g)
+	var keep []string
+	for _, g := range parsePsJSON(t, out) {
+		if g.Start == nil || !strings.HasPrefix(g.Start.Func, "main.") {
+			continue
 		}
+		g.Goid, g.Parent, g.Thread = 0, 0, 0
+		for i := range g.Ancestors {
+			g.Ancestors[i].Goid = 0
+		}
+		b, err := json.Marshal(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, normalize(string(b)))
 	}
-	key := func(g goroutineJSON) string {
-		return g.Function + " " + g.CreatedAt + " " + strings.Join(g.Frames, " ")
-	}
-	sort.Slice(keep, func(i, j int) bool { return key(keep[i]) < key(keep[j]) })
-	b, err := json.MarshalIndent(keep, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden.Check(t, "ps.json", normalize(string(b))+"\n")
+	sort.Strings(keep)
+	golden.Check(t, "ps.json", strings.Join(keep, "\n")+"\n")
 }
 
 // TestGoldenStacksAll keeps the goroutine sections of stacks -all that run
@@ -313,6 +395,11 @@ func TestGDBPs(t *testing.T) {
 	tree := runGDBCommand(t, "golineage-tree", "-p", strconv.Itoa(p.pid()))
 	if !regexp.MustCompile(`\n  goroutine \d+ \[chan receive\] main.main.gowrap1\n    goroutine \d+ \[chan receive\] main.chain.gowrap1\n      goroutine \d+ \[chan receive\] main.chain.gowrap1\n`).MatchString(tree) {
 		t.Errorf("gdb golineage-tree lacks the chain:\n%s", tree)
+	}
+	for _, want := range []string{"\n  x3 main.worker [chan receive]\n", "\n  x2 main.locker [sync.Mutex.Lock]\n"} {
+		if !strings.Contains(tree, want) {
+			t.Errorf("gdb golineage-tree does not collapse identical siblings into %q:\n%s", want[1:], tree)
+		}
 	}
 }
 

@@ -328,10 +328,10 @@ func (c *stackCopy) ReadAt(p []byte, addr uint64) error {
 }
 
 // newGoroutineSet builds the set of goroutines gs. walks[i], if walks is
-// not nil, is the stack of gs[i] walked already (nil for one that was
-// running); otherwise stacks are walked now from snap's memory. A
-// goroutine on one of threads gets the thread's stack, whatever the
-// registry said.
+// not nil, is the stack of gs[i] walked already from its saved registers
+// (nil for one that was running); otherwise stacks are walked now from
+// snap's memory. A goroutine on one of threads gets the thread's stack,
+// whatever the registry said, but for one in a system call.
 func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, walks []*stack.Walk, threads []stack.Thread, torn int) *goroutineSet {
 	set := &goroutineSet{snap: snap, note: note, torn: torn, gs: make([]goroutine, 0, len(gs))}
 	onThread := map[uint64]stack.Thread{}
@@ -343,6 +343,9 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 		}
 	}
 	now := monotonicNow(snap)
+	if now != 0 {
+		set.monoNow, set.wallNow = now, time.Now().UnixNano()
+	}
 	sym := symbolizer{snap: snap, m: map[string][]stack.Loc{}}
 	seen := map[uint64]bool{}
 	for i, g := range gs {
@@ -351,15 +354,21 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 		}
 		seen[g.Goid] = true
 		out := goroutine{Goroutine: g, Lineage: lineageabi.Chain(g.Record)}
-		if t, ok := onThread[g.Goid]; ok {
+		t, onT := onThread[g.Goid]
+		if onT {
 			out.TID, out.Frames, out.Stop = t.TID, t.Frames, t.Stop
-		} else if walks != nil {
-			if w := walks[i]; w != nil {
-				out.Frames, out.Stop = sym.frames(*w), w.Stop
+		}
+		// A goroutine in a system call or cgo call is walked from where it
+		// entered it, as the runtime's dump does, even while its thread runs.
+		if !onT || g.Status == lineageabi.StatusSyscall {
+			if walks != nil {
+				if w := walks[i]; w != nil {
+					out.Frames, out.Stop = sym.frames(*w), w.Stop
+				}
+			} else if regs, ok := savedRegs(g); ok {
+				walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
+				out.Frames, out.Stop = sym.frames(walk), walk.Stop
 			}
-		} else if regs, ok := savedRegs(g); ok {
-			walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
-			out.Frames, out.Stop = sym.frames(walk), walk.Stop
 		}
 		if g.Status == lineageabi.StatusWaiting && g.WaitSince > 0 && now > g.WaitSince {
 			out.Wait = time.Duration(now - g.WaitSince)
@@ -404,7 +413,7 @@ func (s *symbolizer) frames(w stack.Walk) []stack.Loc {
 	if l, ok := s.m[string(key)]; ok {
 		return l
 	}
-	l := elideWrappers(stack.SymbolizeWalk(s.snap.bin, s.snap.bias, w))
+	l := elideWrappers(stack.SymbolizeResumed(s.snap.bin, s.snap.bias, w))
 	l = l[:len(l):len(l)] // shared: an append must copy
 	s.m[string(key)] = l
 	return l

@@ -73,12 +73,12 @@ func TestLiveReadStops(t *testing.T) {
 	}
 	p.checkRunning(t)
 
-	for _, mode := range [][]string{{"ps", "-json"}, {"ps", "-json", "-stop"}} {
+	for _, mode := range [][]string{{"ps", "-json", "-stacks"}, {"ps", "-json", "-stacks", "-stop"}} {
 		out, errOut, code := tool(t, append(mode, fmt.Sprint(p.pid()))...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", mode, code, errOut)
 		}
-		checkAgainstDump(t, strings.Join(mode, " "), out, dump)
+		checkAgainstDump(t, strings.Join(mode, " "), out, dump, 13)
 	}
 	out, errOut, code := tool(t, "ps", "-stats", fmt.Sprint(p.pid()))
 	if code != 0 || !strings.Contains(errOut, "golineage: live read of") || !strings.Contains(out, "main.worker") {

@@ -6,7 +6,7 @@
 //
 //	golineage stacks [-native] [-all] PID
 //	golineage stacks [-native] [-all] --core CORE EXE
-//	golineage ps [-json] PID | --core CORE EXE
+//	golineage ps [-json [-stacks]] PID | --core CORE EXE
 //	golineage tree PID | --core CORE EXE
 //	golineage waits PID | --core CORE EXE
 //	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf] [-wall] PID
@@ -45,7 +45,7 @@ import (
 const usage = `usage:
 	golineage stacks [-native] [-all] PID
 	golineage stacks [-native] [-all] --core CORE EXE
-	golineage ps [-json] PID | --core CORE EXE
+	golineage ps [-json [-stacks]] PID | --core CORE EXE
 	golineage tree PID | --core CORE EXE
 	golineage waits PID | --core CORE EXE
 	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf]

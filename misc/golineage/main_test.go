@@ -114,16 +114,17 @@ func requireABI(t *testing.T, exe string) {
 
 // proc is a running fixture that printed its report up to "ready".
 type proc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	report []string
-	dir    string
-	stderr bytes.Buffer
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	report  []string
+	dir     string
+	stderr  bytes.Buffer
+	started time.Time
 }
 
 func start(t *testing.T, exe string, env ...string) *proc {
 	t.Helper()
-	p := &proc{dir: t.TempDir()}
+	p := &proc{dir: t.TempDir(), started: time.Now()}
 	p.cmd = exec.Command(exe)
 	p.cmd.Dir = p.dir
 	p.cmd.Env = append(os.Environ(), env...)

@@ -613,7 +613,8 @@ class GoLineageTree(gdb.Command):
 
 Usage: golineage-tree
 Creators that have exited are printed from their descendants' ancestor
-entries and marked [exited], as `golineage tree` does."""
+entries and marked [exited], and siblings of the same shape are collapsed
+("x3 main.worker [chan receive]"), as `golineage tree` does."""
 
     def __init__(self):
         super(GoLineageTree, self).__init__("golineage-tree", gdb.COMMAND_STACK)
@@ -638,14 +639,36 @@ entries and marked [exited], as `golineage tree` does."""
         def name(goid):
             return func_name(live[goid]["startpc"] if goid in live else exited.get(goid, 0))
 
-        def walk(goid, depth):
-            state = live[goid]["status"] if goid in live else "exited"
-            print("%sgoroutine %d [%s] %s" % ("  " * depth, goid, state, name(goid)))
-            for k in sorted(kids.get(goid, []), key=lambda k: (name(k), k)):
-                walk(k, depth + 1)
+        def state(goid):
+            return live[goid]["status"] if goid in live else "exited"
+
+        def children(goid):
+            return sorted(kids.get(goid, []), key=lambda k: (name(k), k))
+
+        sigs = {}
+
+        def sig(goid):
+            # Siblings of the same shape (function, state, descendants) are
+            # printed once with their count, as golineage tree does.
+            if goid not in sigs:
+                sigs[goid] = "%s [%s](%s)" % (name(goid), state(goid), ",".join(sig(k) for k in children(goid)))
+            return sigs[goid]
+
+        def walk(goid, n, depth):
+            if n > 1:
+                print("%sx%d %s [%s]" % ("  " * depth, n, name(goid), state(goid)))
+            else:
+                print("%sgoroutine %d [%s] %s" % ("  " * depth, goid, state(goid), name(goid)))
+            first, count = [], {}
+            for k in children(goid):
+                count[sig(k)] = count.get(sig(k), 0) + 1
+                if count[sig(k)] == 1:
+                    first.append(k)
+            for k in first:
+                walk(k, count[sig(k)], depth + 1)
 
         for root in sorted(set(list(live) + list(exited)) - set(parent_of)):
-            walk(root, 0)
+            walk(root, 1, 0)
 
 
 GoLineagePs()

@@ -47,10 +47,28 @@ func Symbolize(bin *gobin.Binary, bias uint64, pcs []uint64, firstIsRet bool) []
 // interrupted PCs recovered from a signal frame are exact, and their first
 // logical frame is marked Signal.
 func SymbolizeWalk(bin *gobin.Binary, bias uint64, w Walk) []Loc {
+	return symbolizeWalk(bin, bias, w, false)
+}
+
+// SymbolizeResumed is SymbolizeWalk for a goroutine walked from where it
+// resumes (its saved sched or syscall PC). That PC is a return address too,
+// unless it is a function's entry (a goroutine that never ran): the
+// runtime's traceback reads it so.
+func SymbolizeResumed(bin *gobin.Binary, bias uint64, w Walk) []Loc {
+	ret := len(w.PCs) > 0
+	if ret {
+		if f := bin.FindFunc(w.PCs[0] - bias); f != nil && f.Entry == w.PCs[0]-bias {
+			ret = false
+		}
+	}
+	return symbolizeWalk(bin, bias, w, ret)
+}
+
+func symbolizeWalk(bin *gobin.Binary, bias uint64, w Walk, firstIsRet bool) []Loc {
 	var out []Loc
 	for i, pc := range w.PCs {
 		sig := w.IsSignal(i)
-		locs := Symbolize(bin, bias, []uint64{pc}, i > 0 && !sig)
+		locs := Symbolize(bin, bias, []uint64{pc}, (i > 0 || firstIsRet) && !sig)
 		if sig && len(locs) > 0 {
 			locs[0].Signal = true
 		}

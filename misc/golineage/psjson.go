@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/internal/lineageabi"
+)
+
+// ps -json: one JSON object per goroutine and line, in the schema of
+// misc/golineage/README.md ("ps -json"). Stacks (-stacks) hold the frames
+// the program's own goroutine dump (runtime.Stack, pprof debug=2) prints.
+
+// frameJSON is a source position: a stack frame, a goroutine's start
+// function or the go statement that created it.
+type frameJSON struct {
+	Func string `json:"func"`
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+}
+
+// ancestorJSON is one of a goroutine's creators, parent first.
+type ancestorJSON struct {
+	Goid      uint64     `json:"goid"`
+	Start     *frameJSON `json:"start,omitempty"`
+	CreatedBy *frameJSON `json:"created_by,omitempty"`
+}
+
+// goroutineJSON is one goroutine of ps -json.
+type goroutineJSON struct {
+	Goid      uint64         `json:"goid"`
+	Parent    uint64         `json:"parent"`
+	Ancestors []ancestorJSON `json:"ancestors"`
+	// AncestorsTruncated says the runtime dropped older ancestors
+	// (GODEBUG=lineage=N keeps N).
+	AncestorsTruncated bool        `json:"ancestors_truncated,omitempty"`
+	Start              *frameJSON  `json:"start,omitempty"`
+	CreatedBy          *frameJSON  `json:"created_by,omitempty"`
+	State              string      `json:"state"`
+	WaitReason         string      `json:"wait_reason,omitempty"`
+	WaitSince          string      `json:"wait_since,omitempty"`
+	WaitObject         string      `json:"wait_object,omitempty"`
+	WaitKind           string      `json:"wait_kind,omitempty"`
+	WaitChans          []string    `json:"wait_chans,omitempty"`
+	Thread             int         `json:"thread,omitempty"`
+	Stack              []frameJSON `json:"stack,omitempty"`
+	StackEnd           string      `json:"stack_end,omitempty"`
+}
+
+// jsonState maps the runtime's status to the five states of the schema.
+// A goroutine on a thread is running unless it is in a system call (a
+// stack being copied, or the instant around a status change).
+func (g *goroutine) jsonState() string {
+	if g.TID != 0 && g.Status != lineageabi.StatusSyscall {
+		return "running"
+	}
+	switch g.Status {
+	case lineageabi.StatusRunning:
+		return "running"
+	case lineageabi.StatusRunnable, lineageabi.StatusPreempted:
+		return "runnable"
+	case lineageabi.StatusSyscall:
+		return "syscall"
+	case lineageabi.StatusWaiting, lineageabi.StatusCopystack, lineageabi.StatusLeaked:
+		return "waiting"
+	case lineageabi.StatusDead, lineageabi.StatusIdle:
+		return "dead"
+	}
+	return "unknown"
+}
+
+// jsonWait fills the wait fields: the object is one address, the same for
+// every goroutine waiting on the same object; a select waits on the lowest
+// of its channels' addresses and lists them all in wait_chans.
+func (g *goroutine) jsonWait(j *goroutineJSON, now, nowMono int64) {
+	if g.Status != lineageabi.StatusWaiting && g.Status != lineageabi.StatusLeaked {
+		return
+	}
+	j.WaitReason = g.WaitReason
+	if now != 0 && g.WaitSince > 0 && nowMono > g.WaitSince {
+		j.WaitSince = time.Unix(0, now-(nowMono-g.WaitSince)).UTC().Format(time.RFC3339Nano)
+	}
+	switch {
+	case len(g.WaitChans) > 1 || g.Select:
+		chans := append([]uint64(nil), g.WaitChans...)
+		sort.Slice(chans, func(i, k int) bool { return chans[i] < chans[k] })
+		j.WaitKind = "select"
+		for _, c := range chans {
+			j.WaitChans = append(j.WaitChans, fmt.Sprintf("%#x", c))
+		}
+		if len(chans) > 0 {
+			j.WaitObject = j.WaitChans[0]
+		}
+	case len(g.WaitChans) == 1:
+		j.WaitKind, j.WaitObject = "chan", fmt.Sprintf("%#x", g.WaitChans[0])
+	case g.WaitAddr != 0:
+		kind, _, _ := strings.Cut(g.waitAddrName(), " ")
+		j.WaitKind, j.WaitObject = kind, fmt.Sprintf("%#x", g.WaitAddr)
+	}
+}
+
+// funcAt is the function at pc (a start PC), at its entry's position.
+func (s *goroutineSet) funcAt(pc uint64) *frameJSON {
+	if pc == 0 {
+		return nil
+	}
+	f := s.snap.bin.FindFunc(pc - s.snap.bias)
+	if f == nil {
+		return &frameJSON{Func: fmt.Sprintf("?? pc=%#x", pc)}
+	}
+	file, line := f.FileLine(f.Entry)
+	return &frameJSON{Func: stack.FuncName(stack.Loc{Func: f.Name}), File: file, Line: line}
+}
+
+// createdBy is the go statement at gopc, nil for none.
+func (s *goroutineSet) createdBy(gopc uint64) *frameJSON {
+	if gopc == 0 {
+		return nil
+	}
+	l := stack.CreatedBy(s.snap.bin, s.snap.bias, stack.Ancestor{GoPC: gopc})
+	return &frameJSON{Func: stack.FuncName(l), File: l.File, Line: l.Line}
+}
+
+// dumpFrames keeps the frames the runtime's own traceback prints at the
+// default GOTRACEBACK level (runtime/traceback.go, showfuncinfo): not the
+// runtime's unexported functions (but runtime.gopanic when it is not the
+// innermost frame, and the finalizer and cleanup goroutines' loops), not
+// a wrapper unless a panic called it.
+func dumpFrames(locs []stack.Loc) []frameJSON {
+	var out []frameJSON
+	callee := ""
+	for i, l := range locs {
+		show := showInDump(l, i == 0, callee)
+		callee = l.Func
+		if show {
+			out = append(out, frameJSON{Func: stack.FuncName(l), File: l.File, Line: l.Line})
+		}
+	}
+	return out
+}
+
+func showInDump(l stack.Loc, first bool, callee string) bool {
+	if l.Wrapper {
+		return callee == "runtime.gopanic" || callee == "runtime.sigpanic" || callee == "runtime.panicwrap"
+	}
+	switch l.Func {
+	case "runtime.runFinalizers", "runtime.runCleanups":
+		return true
+	case "runtime.gopanic":
+		if !first {
+			return true
+		}
+	}
+	if !strings.Contains(l.Func, ".") {
+		return false
+	}
+	name, ok := strings.CutPrefix(l.Func, "runtime.")
+	if !ok {
+		return true
+	}
+	// Exported runtime functions and methods of exported types:
+	// runtime.Goexit, runtime.(*Frames).Next.
+	name = strings.TrimPrefix(name, "(*")
+	return name != "" && 'A' <= name[0] && name[0] <= 'Z'
+}
+
+// writeJSON prints one object per line, goroutines in goid order.
+func (s *goroutineSet) writeJSON(w io.Writer, stacks bool) error {
+	enc := json.NewEncoder(w)
+	for i := range s.gs {
+		g := &s.gs[i]
+		j := goroutineJSON{Goid: g.Goid, Parent: g.Record.ParentGoid, Ancestors: []ancestorJSON{},
+			AncestorsTruncated: g.Record.Truncated(), State: g.jsonState(), Thread: g.TID,
+			Start: s.funcAt(g.Record.StartPC)}
+		if len(g.Lineage) > 0 {
+			j.CreatedBy = s.createdBy(g.Lineage[0].GoPC)
+		}
+		for _, a := range g.Record.Anc {
+			anc := ancestorJSON{Goid: a.Goid, Start: s.funcAt(a.StartPC)}
+			if a.Goid != 1 { // the runtime prints no creator for goroutine 1
+				anc.CreatedBy = s.createdBy(a.GoPC)
+			}
+			j.Ancestors = append(j.Ancestors, anc)
+		}
+		g.jsonWait(&j, s.wallNow, s.monoNow)
+		if stacks {
+			j.Stack, j.StackEnd = dumpFrames(g.Frames), g.Stop
+		}
+		if err := enc.Encode(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
