@@ -12,7 +12,6 @@ import (
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/lineageabi"
-	"golang.org/x/sys/unix"
 )
 
 // Every goroutine of a process or core, from the lineage registry
@@ -48,26 +47,32 @@ type goroutineSet struct {
 type targetArgs struct {
 	pid       int
 	core, exe string
+	stop      bool // -stop: hold a live process stopped for the whole read
+	stats     bool // -stats: report the read's cost on stderr
 }
 
 func parseTarget(cmd string, fl *flag.FlagSet, core string) (targetArgs, error) {
+	ta := targetArgs{stop: boolFlag(fl, "stop"), stats: boolFlag(fl, "stats")}
 	if core != "" {
 		if fl.NArg() != 1 {
 			return targetArgs{}, usageError{cmd + " --core CORE EXE: need exactly one EXE"}
 		}
-		return targetArgs{core: core, exe: fl.Arg(0)}, nil
+		ta.core, ta.exe = core, fl.Arg(0)
+		return ta, nil
 	}
 	if fl.NArg() != 1 {
 		return targetArgs{}, usageError{cmd + ": need exactly one PID (or --core CORE EXE)"}
 	}
-	pid, err := parsePID(fl.Arg(0))
-	return targetArgs{pid: pid}, err
+	var err error
+	ta.pid, err = parsePID(fl.Arg(0))
+	return ta, err
 }
 
 // withSnapshot holds the target still (stops every thread of a live
 // process, or opens a core) and runs f on it. Warnings about the input (a
-// truncated core) come back as an error after f ran.
-func withSnapshot(ta targetArgs, native bool, stderr io.Writer, f func(snap *snapshot)) error {
+// truncated core) come back as an error after f ran. The stop is recorded
+// in stats, if not nil.
+func withSnapshot(ta targetArgs, native bool, stderr io.Writer, stats *readStats, f func(snap *snapshot)) error {
 	if ta.core != "" {
 		snap, closer, err := openCore(ta.core, ta.exe, native, stderr)
 		if err != nil {
@@ -99,9 +104,14 @@ func withSnapshot(ta targetArgs, native bool, stderr io.Writer, f func(snap *sna
 	}
 	tr := target.NewTracer()
 	defer tr.Close()
-	_, err = tr.Stop(ta.pid, true, func(st *target.Stopped) {
+	var n int
+	d, err := tr.Stop(ta.pid, true, func(st *target.Stopped) {
+		n = len(st.Threads)
 		f(&snapshot{bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi, live: true})
 	})
+	if stats != nil && n > 0 {
+		stats.stops = append(stats.stops, threadStop{threads: n, d: d, held: d})
+	}
 	return err
 }
 
@@ -112,45 +122,11 @@ func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, e
 	if err != nil {
 		return nil, err
 	}
-	set := &goroutineSet{snap: snap, note: view.Note}
 	gs, torn, err := view.Goroutines()
 	if err != nil {
 		return nil, err
 	}
-	set.torn = torn
-	onThread := map[uint64]stack.Thread{}
-	for _, t := range threads {
-		if t.Goid != 0 {
-			onThread[t.Goid] = t
-		}
-	}
-	var now int64
-	if snap.live {
-		var ts unix.Timespec
-		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
-			now = ts.Nano()
-			set.monoNow, set.wallNow = now, time.Now().UnixNano()
-		}
-	}
-	for _, g := range gs {
-		out := goroutine{Goroutine: g, Lineage: lineageabi.Chain(g.Record)}
-		t, onT := onThread[g.Goid]
-		if onT {
-			out.TID, out.Frames, out.Stop = t.TID, t.Frames, t.Stop
-		}
-		// A goroutine in a system call or cgo call is walked from where it
-		// entered it, as the runtime's dump does, even while its thread runs.
-		if regs, ok := savedRegs(g); ok && (!onT || g.Status == lineageabi.StatusSyscall) {
-			walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
-			out.Frames, out.Stop = elideWrappers(stack.SymbolizeResumed(snap.bin, snap.bias, walk)), walk.Stop
-		}
-		if g.Status == lineageabi.StatusWaiting && g.WaitSince > 0 && now > g.WaitSince {
-			out.Wait = time.Duration(now - g.WaitSince)
-		}
-		set.gs = append(set.gs, out)
-	}
-	sort.Slice(set.gs, func(i, j int) bool { return set.gs[i].Goid < set.gs[j].Goid })
-	return set, nil
+	return newGoroutineSet(snap, view.Note, gs, nil, threads, torn), nil
 }
 
 // elideWrappers drops compiler-generated wrappers (go statement and method
@@ -293,21 +269,21 @@ func simpleGoroutineCommand(name string, args []string, stdout, stderr io.Writer
 	})
 }
 
-// goroutineCommand runs a goroutine command: it collects every goroutine of
-// the target held still, then prints with out after the target is resumed.
+// goroutineCommand runs a goroutine command: it reads every goroutine of
+// the target (readTarget), then prints with out.
 func goroutineCommand(name string, fl *flag.FlagSet, core string, stdout, stderr io.Writer, out func(*bufio.Writer, *goroutineSet) error) error {
 	ta, err := parseTarget(name, fl, core)
 	if err != nil {
 		return err
 	}
-	var set *goroutineSet
-	var cerr error
-	werr := withSnapshot(ta, false, stderr, func(snap *snapshot) {
-		set, cerr = collectGoroutines(snap, collect(snap))
-	})
+	r, cerr, werr := readTarget(ta, true, stderr)
+	if ta.stats && r.stats != nil {
+		r.stats.write(stderr)
+	}
 	if cerr != nil {
 		return cerr
 	}
+	set := r.set
 	if set == nil {
 		return werr
 	}

@@ -24,8 +24,9 @@
 // for tools without a Go symbolizer or unwinder (the gdb extension uses both
 // on stripped binaries, where gdb has neither symbols nor CFI).
 //
-// It reads the target only through ptrace (threads stopped for a consistent
-// view, then detached) or a core file, symbolizes from the executable's
+// It reads the target only through ptrace and process_vm_readv (threads
+// stopped one at a time, or all together for a consistent view, then
+// detached) or a core file, symbolizes from the executable's
 // pclntab (so stripped binaries work), and reads lineage through the
 // documented lineage ABI (doc/lineage-abi.md), never through DWARF or
 // runtime-internal offsets.

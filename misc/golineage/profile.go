@@ -47,9 +47,9 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	fl.StringVar(&pf.collector, "collector", "ptrace", "ptrace (stop threads from user space) or bpf (copy stacks in the kernel with bpftrace)")
 	fl.BoolVar(&pf.native, "native", false, "native stacks only (allowed for binaries without the lineage ABI)")
 	fl.BoolVar(&pf.running, "running", false, "keep only samples of threads that were running (a CPU profile)")
-	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times to standard error")
+	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times and the sampling loop's CPU time to standard error")
 	fl.BoolVar(&pf.consistent, "consistent", false, "stop all threads together for each sample (a snapshot consistent across threads; costs the target more)")
-	fl.BoolVar(&pf.wall, "wall", false, "wall-clock profile of every goroutine, running or not (from the goroutine registry; implies -consistent; use a low -hz)")
+	fl.BoolVar(&pf.wall, "wall", false, "wall-clock profile of every goroutine, running or not (from the goroutine registry, read with no thread stopped; with -consistent, all threads stop for each sample)")
 	if err := parseFlags(fl, args, stderr); err != nil {
 		return err
 	}
@@ -70,9 +70,6 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	}
 	if pf.wall && (pf.collector != "ptrace" || pf.native || pf.running) {
 		return usageError{"-wall needs the ptrace collector and the lineage ABI; it cannot be combined with -native or -running"}
-	}
-	if pf.wall {
-		pf.consistent = true
 	}
 	pid, err := parsePID(fl.Arg(0))
 	if err != nil {
@@ -199,15 +196,25 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 	period := time.Second / time.Duration(pf.hz)
 	deadline := time.Now().Add(pf.duration)
 	var stops []time.Duration
+	start, cpu0 := time.Now(), cpuTime()
 	defer func() {
 		if pf.stats || len(stops) > 0 {
 			reportStops(pf.stderr, stops)
+		}
+		if pf.stats {
+			// What sampling itself costs the machine (not start-up or
+			// writing the profile): CPU time of this process while it
+			// sampled.
+			d, cpu := time.Since(start), cpuTime()-cpu0
+			fmt.Fprintf(pf.stderr, "golineage: sampling used %v of CPU time in %v (%.1f%% of one CPU)\n",
+				cpu.Round(time.Millisecond), d.Round(time.Millisecond), 100*cpu.Seconds()/d.Seconds())
 		}
 	}()
 	var loopErr error
 	if pf.stats {
 		fmt.Fprintln(pf.stderr, "golineage: sampling started")
 	}
+	var cache lineageabi.Cache[*pprofout.Sample]
 	tr.Do(func() {
 		next := time.Now()
 		for time.Now().Before(deadline) && !interrupted.Load() {
@@ -230,6 +237,13 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 				stops = append(stops, window*time.Duration(n))
 			} else {
 				samples, err = sampleEach(tr, pid, bin, bias, abi, pf.running, &stops)
+				if err == nil && pf.wall {
+					// Threads one at a time, then the parked goroutines
+					// with none stopped.
+					samples = goroutineSamples(samples)
+					snap := &snapshot{bin: bin, bias: bias, mem: target.ProcMem(pid), abi: abi, live: true}
+					samples = append(samples, sampleParkedLive(snap, &cache, samples)...)
+				}
 			}
 			if err != nil {
 				if processGone(pid) || errors.Is(err, target.ErrGone) {
@@ -337,28 +351,38 @@ func sampleParked(snap *snapshot, view *lineageabi.View, onThreads []pprofout.Sa
 	if view == nil || view.Reg == nil {
 		return nil
 	}
-	sampled := map[uint64]bool{}
-	for _, s := range onThreads {
-		sampled[s.Goid] = true
-	}
 	gs, _, err := view.Goroutines()
 	if err != nil {
 		return nil
 	}
+	sampled := sampledGoids(onThreads)
 	var out []pprofout.Sample
 	for _, g := range gs {
 		regs, ok := savedRegs(g)
 		if !ok || sampled[g.Goid] {
 			continue // running, or in a system call on its thread: sampled with the thread
 		}
-		walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
-		st := lineageabi.StatusName(g.Status)
-		if g.WaitReason != "" {
-			st = g.WaitReason
-		}
-		out = append(out, pprofout.Sample{Goid: g.Goid, PCs: walk.PCs, Lineage: lineageabi.Chain(g.Record), State: st})
+		out = append(out, parkedSample(g, stack.Unwind(snap.mem, snap.bin, snap.bias, regs)))
 	}
 	return out
+}
+
+// sampledGoids are the goroutines of samples.
+func sampledGoids(samples []pprofout.Sample) map[uint64]bool {
+	m := map[uint64]bool{}
+	for _, s := range samples {
+		m[s.Goid] = true
+	}
+	return m
+}
+
+// parkedSample is the sample of goroutine g, not on a thread, walked.
+func parkedSample(g lineageabi.Goroutine, walk stack.Walk) pprofout.Sample {
+	st := lineageabi.StatusName(g.Status)
+	if g.WaitReason != "" {
+		st = g.WaitReason
+	}
+	return pprofout.Sample{Goid: g.Goid, PCs: walk.PCs, Lineage: lineageabi.Chain(g.Record), State: st}
 }
 
 // processGone reports whether process pid has exited (a zombie counts as

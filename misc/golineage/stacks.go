@@ -49,14 +49,24 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 		threads []stack.Thread
 		set     *goroutineSet
 		serr    error
+		werr    error
 	)
-	werr := withSnapshot(ta, *native, stderr, func(s *snapshot) {
-		snap, threads = s, collect(s)
-		if *all {
-			set, serr = collectGoroutines(s, threads)
+	if *native {
+		werr = withSnapshot(ta, true, stderr, nil, func(s *snapshot) {
+			snap, threads = s, collect(s)
+		})
+	} else {
+		var r goroutineRead
+		r, serr, werr = readTarget(ta, *all, stderr)
+		snap, threads, set = r.snap, r.threads, r.set
+		if ta.stats && r.stats != nil {
+			r.stats.write(stderr)
 		}
-	})
+	}
 	if snap == nil {
+		if serr != nil {
+			return serr
+		}
 		return werr
 	}
 	w := bufio.NewWriter(stdout)
@@ -86,6 +96,9 @@ func writeThreads(w *bufio.Writer, snap *snapshot, threads []stack.Thread) error
 // prints the flags' descriptions to stderr.
 func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) error {
 	fl.SetOutput(io.Discard)
+	if goroutineReaders[fl.Name()] {
+		addReadFlags(fl)
+	}
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fl.SetOutput(stderr)
@@ -156,30 +169,53 @@ func collect(snap *snapshot) []stack.Thread {
 	view, verr := loadView(snap)
 	var out []stack.Thread
 	for _, th := range snap.threads {
-		walk := stack.Unwind(snap.mem, snap.bin, snap.bias, th.Regs)
-		t := stack.Thread{TID: th.TID, State: th.State, Stop: walk.Stop}
-		t.Frames = stack.SymbolizeWalk(snap.bin, snap.bias, walk)
-		switch {
-		case verr != nil:
-			t.Note = "lineage: " + verr.Error()
-		case view != nil:
-			rec, err := view.Thread(uint64(th.TID))
-			switch {
-			case err != nil:
-				t.Note = "lineage: " + err.Error()
-			case rec != nil:
-				t.Goid, t.Lineage = rec.Goid, lineageabi.Chain(rec)
-				if rec.Truncated() {
-					t.Note = fmt.Sprintf("older ancestors not recorded: true depth %d, GODEBUG=lineage keeps %d", rec.Depth, view.H.MaxDepth)
-				}
-			}
-			if view.Note != "" {
-				t.Note = view.Note
-			}
-		}
-		out = append(out, t)
+		out = append(out, readThread(snap, view, verr, th).thread(snap))
 	}
 	return out
+}
+
+// threadRead is what is read of one stopped thread: its walk and the
+// record of the goroutine it runs. Symbolizing it needs no target memory,
+// so it can wait until the thread runs again.
+type threadRead struct {
+	th   target.Thread
+	walk stack.Walk
+	rec  *lineageabi.Record
+	view *lineageabi.View
+	note string
+}
+
+// readThread unwinds thread th of snap and reads its lineage record (view
+// may be nil: no lineage; verr: why the header could not be read).
+func readThread(snap *snapshot, view *lineageabi.View, verr error, th target.Thread) threadRead {
+	r := threadRead{th: th, walk: stack.Unwind(snap.mem, snap.bin, snap.bias, th.Regs), view: view}
+	switch {
+	case verr != nil:
+		r.note = "lineage: " + verr.Error()
+	case view != nil:
+		rec, err := view.Thread(uint64(th.TID))
+		if err != nil {
+			r.note = "lineage: " + err.Error()
+		}
+		r.rec = rec
+	}
+	return r
+}
+
+// thread symbolizes and stitches a thread read.
+func (r threadRead) thread(snap *snapshot) stack.Thread {
+	t := stack.Thread{TID: r.th.TID, State: r.th.State, Stop: r.walk.Stop, Note: r.note}
+	t.Frames = stack.SymbolizeWalk(snap.bin, snap.bias, r.walk)
+	if r.rec != nil {
+		t.Goid, t.Lineage = r.rec.Goid, lineageabi.Chain(r.rec)
+		if r.rec.Truncated() {
+			t.Note = fmt.Sprintf("older ancestors not recorded: true depth %d, GODEBUG=lineage keeps %d", r.rec.Depth, r.view.H.MaxDepth)
+		}
+	}
+	if r.view != nil && r.view.Note != "" {
+		t.Note = r.view.Note
+	}
+	return t
 }
 
 // loadView reads the lineage header and registry of a stopped target.

@@ -254,11 +254,26 @@ func (v *View) u32(addr uint64) (uint32, error) {
 
 // readG reads the fields of the g at gp.
 func (v *View) readG(gp uint64) (*Goroutine, error) {
-	r := v.Reg
-	buf := make([]byte, r.gSpan)
+	buf := make([]byte, v.Reg.gSpan)
 	if err := v.mem.ReadAt(buf, gp); err != nil {
 		return nil, fmt.Errorf("reading g %#x: %v", gp, err)
 	}
+	g, err := v.parseG(gp, buf)
+	if err != nil {
+		return nil, err
+	}
+	if g.Status == StatusWaiting {
+		if err := v.waitObject(g, binary.LittleEndian.Uint64(buf[v.Reg.OffGWaiting:])); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// parseG decodes a copy of the g at gp (gSpan bytes), but for what it
+// waits on.
+func (v *View) parseG(gp uint64, buf []byte) (*Goroutine, error) {
+	r := v.Reg
 	le := binary.LittleEndian
 	w := func(off uint32) uint64 { return le.Uint64(buf[off:]) }
 	st := le.Uint32(buf[r.OffGStatus:])
@@ -276,9 +291,6 @@ func (v *View) readG(gp uint64) (*Goroutine, error) {
 			return nil, err
 		}
 		g.WaitReason = reason
-		if err := v.waitObject(g, w(r.OffGWaiting)); err != nil {
-			return nil, err
-		}
 	}
 	return g, nil
 }

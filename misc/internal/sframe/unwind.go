@@ -26,8 +26,15 @@ func (s *Section) Step(regs Regs, lookup uint64, read func(addr uint64) (uint64,
 	if err != nil {
 		return regs, rule, err
 	}
+	caller, err = s.StepRule(regs, rule, read)
+	return caller, rule, err
+}
+
+// StepRule is Step with the rule of the frame's PC looked up already (by
+// RuleAt): an unwinder that caches rules by PC steps without a lookup.
+func (s *Section) StepRule(regs Regs, rule Rule, read func(addr uint64) (uint64, error)) (caller Regs, err error) {
 	if rule.Outermost {
-		return regs, rule, nil
+		return regs, nil
 	}
 	reg := func(n int) (uint64, bool) {
 		switch {
@@ -67,17 +74,17 @@ func (s *Section) Step(regs Regs, lookup uint64, read func(addr uint64) (uint64,
 	}
 	cfa, err := value("CFA", rule.CFA, 0, 0)
 	if err != nil {
-		return regs, rule, err
+		return regs, err
 	}
 	ra, err := value("RA", rule.RA, cfa, regs.LR)
 	if err != nil {
-		return regs, rule, err
+		return regs, err
 	}
 	fp, err := value("FP", rule.FP, cfa, regs.FP)
 	if err != nil {
-		return regs, rule, err
+		return regs, err
 	}
-	return Regs{PC: ra, SP: cfa, FP: fp}, rule, nil
+	return Regs{PC: ra, SP: cfa, FP: fp}, nil
 }
 
 // Unwind walks the stack from regs with the section alone and returns the

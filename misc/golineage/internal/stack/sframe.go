@@ -83,12 +83,12 @@ func (w *Walk) sframeSteps(mem target.Mem, bin *gobin.Binary, tab *sframe.Sectio
 		if !inner {
 			lookup-- // a return address: the rule of the call
 		}
-		rule, err := tab.RuleAt(lookup)
+		rule, err := ruleAt(bin, tab, lookup)
 		if err != nil || rule.Outermost || rule.Signal || rule.MangledRA ||
 			!inner && rule.RA.Where == sframe.Untracked && bin.Arch == "arm64" {
 			return asRegs(cur), sframeFallBack
 		}
-		caller, _, err := tab.Step(cur, lookup, read)
+		caller, err := tab.StepRule(cur, rule, read)
 		if err != nil {
 			return asRegs(cur), sframeFallBack
 		}

@@ -208,7 +208,9 @@ func le64(b []byte) uint64 {
 // isRoot reports whether pc is in a function that ends a thread's or a
 // goroutine's stack. Roots are matched by name, which is stable across
 // releases (abi.FuncID values are not).
-func isRoot(bin *gobin.Binary, pc uint64) bool {
+func isRoot(bin *gobin.Binary, pc uint64) bool { return factsOf(bin, pc).root }
+
+func isRootUncached(bin *gobin.Binary, pc uint64) bool {
 	for _, r := range fpchain.StackRoots {
 		if bin.FuncNameIs(pc, r) {
 			return true
@@ -221,7 +223,9 @@ func isRoot(bin *gobin.Binary, pc uint64) bool {
 // frame begins with a return address into it (amd64).
 const sigreturn = "runtime.sigreturn__sigaction"
 
-func isSignalPC(bin *gobin.Binary, pc uint64) bool {
+func isSignalPC(bin *gobin.Binary, pc uint64) bool { return factsOf(bin, pc).signal }
+
+func isSignalPCUncached(bin *gobin.Binary, pc uint64) bool {
 	for _, n := range fpchain.SignalEntries {
 		if bin.FuncNameIs(pc, n) {
 			return true
@@ -240,7 +244,7 @@ func signalFrame(mem target.Mem, bin *gobin.Binary, bias, ret, callerSP uint64) 
 	rpc := ret - 1 - bias
 	var entrySP uint64
 	switch {
-	case bin.Arch != "arm64" && bin.FuncNameIs(rpc, sigreturn):
+	case factsOf(bin, rpc).sigreturn:
 		// ret is the frame's pretcode itself.
 		entrySP = callerSP - 8
 	case isSignalPC(bin, rpc):

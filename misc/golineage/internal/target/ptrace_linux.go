@@ -50,6 +50,9 @@ type Stopped struct {
 	PID     int
 	Threads []Thread
 	Mem     Mem
+	// Since is when the last thread entered ptrace-stop: from then until
+	// the detach every thread is stopped (before it, some may still run).
+	Since   time.Time
 	t       *Tracer // unused after Stop returns
 	seized  []int
 	pending map[int]int // signal to re-inject on detach
@@ -263,6 +266,7 @@ func (s *Stopped) stopLocked() error {
 	if err != nil {
 		return err
 	}
+	s.Since = time.Now()
 	s.seized = live
 	if len(live) == 0 {
 		if s.only != nil && procState(s.PID) != "" {
@@ -372,3 +376,50 @@ func (m *procMem) ReadAt(p []byte, addr uint64) error {
 
 // ProcMem returns a reader of pid's memory (valid whether or not it is stopped).
 func ProcMem(pid int) Mem { return &procMem{pid} }
+
+// iovMax is the kernel's bound on the iovecs of one process_vm_readv.
+const iovMax = 1024
+
+// ReadV reads bufs[i] at addrs[i], up to 1024 ranges per system call, and
+// sets errs[i]. The kernel copies the ranges in order and stops at the
+// first one it cannot read; that one is read again alone for its error,
+// and the next call starts after it.
+func (m *procMem) ReadV(bufs [][]byte, addrs []uint64, errs []error) {
+	local := make([]unix.Iovec, 0, min(len(bufs), iovMax))
+	remote := make([]unix.RemoteIovec, 0, min(len(bufs), iovMax))
+	idx := make([]int, 0, min(len(bufs), iovMax))
+	for i := 0; i < len(bufs); {
+		local, remote, idx = local[:0], remote[:0], idx[:0]
+		j := i
+		for ; j < len(bufs) && len(local) < iovMax; j++ {
+			errs[j] = nil
+			if len(bufs[j]) == 0 {
+				continue
+			}
+			v := unix.Iovec{Base: &bufs[j][0]}
+			v.SetLen(len(bufs[j]))
+			local = append(local, v)
+			remote = append(remote, unix.RemoteIovec{Base: uintptr(addrs[j]), Len: len(bufs[j])})
+			idx = append(idx, j)
+		}
+		if len(idx) == 0 {
+			i = j
+			continue
+		}
+		n, err := unix.ProcessVMReadv(m.pid, local, remote, 0)
+		if err != nil {
+			n = 0
+		}
+		k := 0
+		for ; k < len(idx) && n >= len(bufs[idx[k]]); k++ {
+			n -= len(bufs[idx[k]])
+		}
+		if k == len(idx) {
+			i = j
+			continue
+		}
+		f := idx[k]
+		errs[f] = m.ReadAt(bufs[f], addrs[f])
+		i = f + 1
+	}
+}

@@ -1,0 +1,453 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"fpsafe.dev/misc/golineage/internal/pprofout"
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/lineageabi"
+	"golang.org/x/sys/unix"
+)
+
+// Reading every goroutine of a live process without holding it stopped
+// (README, "Every goroutine"): the threads are stopped one at a time, each
+// only while its own registers, stack and lineage record are copied; then
+// the goroutine registry is read with no thread stopped, every parked
+// goroutine's stack walked from its saved registers by process_vm_readv,
+// and each goroutine kept only if it did not change while it was read
+// (lineageabi.ReadLive). A goroutine seen both on a thread and in the
+// registry is the thread's.
+
+// goroutineReaders are the commands that read every goroutine; parseFlags
+// gives them the flags of addReadFlags.
+var goroutineReaders = map[string]bool{"ps": true, "tree": true, "waits": true, "stacks": true}
+
+// addReadFlags adds the flags that choose how a live target is read.
+func addReadFlags(fl *flag.FlagSet) {
+	fl.Bool("stop", false, "stop every thread of a live process for the whole read (one instant, at the cost of stopping the target throughout)")
+	fl.Bool("stats", false, "print to standard error how long the read took and how long threads were stopped")
+}
+
+// boolFlag is the value of a boolean flag of fl, false if it has none.
+func boolFlag(fl *flag.FlagSet, name string) bool {
+	f := fl.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, _ := f.Value.(flag.Getter).Get().(bool)
+	return b
+}
+
+// maxStackCopy bounds the bytes of a parked goroutine's stack copied in one
+// piece; a walk that goes beyond reads the rest word by word.
+const maxStackCopy = 64 << 10
+
+// readStats is what a read of a live target cost it.
+type readStats struct {
+	mode  string
+	start time.Time
+	cpu0  time.Duration
+	read  time.Duration // the whole read, from the first stop to the last goroutine
+	cpu   time.Duration // the reader's CPU time (user and system) meanwhile
+	stops []threadStop
+	reg   lineageabi.LiveStats
+	gs    int // goroutines in the result
+	late  int // running in the registry, on no thread when threads were read
+}
+
+// threadStop is one stop of the target: how many threads were held
+// together, how long all of them were in ptrace-stop (from the last one's
+// entry to the detach), and how long they were held (from the first
+// seizure to the detach; the difference is the wait for a thread to be
+// scheduled so it can stop).
+type threadStop struct {
+	tid     int // the thread, when only one was held
+	threads int
+	d, held time.Duration
+}
+
+func (s *readStats) write(w io.Writer) {
+	var total, longest, held time.Duration
+	for _, st := range s.stops {
+		total += time.Duration(st.threads) * st.d
+		longest = max(longest, st.d)
+		held = max(held, st.held)
+	}
+	fmt.Fprintf(w, "golineage: %s read of %d goroutines in %v (%.0f ns per goroutine), cpu %v; %d stops, longest %v (held %v), thread stop time %v summed over threads",
+		s.mode, s.gs, s.read.Round(time.Microsecond), float64(s.read.Nanoseconds())/float64(max(s.gs, 1)), s.cpu.Round(time.Microsecond),
+		len(s.stops), longest.Round(time.Microsecond), held.Round(time.Microsecond), total.Round(time.Microsecond))
+	if s.mode == "live" {
+		fmt.Fprintf(w, "; %d goroutines re-read after changing, %d torn, %d running on no thread read, %d read calls", s.reg.Retried, s.reg.Torn, s.late, s.reg.Calls)
+	}
+	fmt.Fprintln(w)
+}
+
+func newReadStats(mode string) *readStats {
+	return &readStats{mode: mode, start: time.Now(), cpu0: cpuTime()}
+}
+
+func (s *readStats) done() {
+	s.read, s.cpu = time.Since(s.start), cpuTime()-s.cpu0
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// goroutineRead is what a goroutine command read of its target.
+type goroutineRead struct {
+	snap    *snapshot
+	threads []stack.Thread
+	set     *goroutineSet // nil unless every goroutine was asked for
+	stats   *readStats
+}
+
+// readTarget reads the threads of the target and, if all is set, every
+// goroutine. A core, or a live process with -stop, is read held still
+// (withSnapshot); otherwise readLive reads it. cerr is an error of the
+// goroutine read; werr a warning about the input (a truncated core),
+// returned after the output.
+func readTarget(ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cerr, werr error) {
+	if ta.core != "" || ta.stop || !all {
+		r.stats = newReadStats("stopped")
+		werr = withSnapshot(ta, false, stderr, r.stats, func(snap *snapshot) {
+			r.snap, r.threads = snap, collect(snap)
+			if all {
+				r.set, cerr = collectGoroutines(snap, r.threads)
+			}
+		})
+		r.stats.done()
+		if r.set != nil {
+			r.stats.gs = len(r.set.gs)
+		}
+		return r, cerr, werr
+	}
+	r, err := readLive(ta.pid)
+	return r, err, nil
+}
+
+// readLive reads the threads and every goroutine of live process pid
+// without holding it stopped.
+func readLive(pid int) (goroutineRead, error) {
+	var r goroutineRead
+	bin, err := openLive(pid)
+	if err != nil {
+		return r, err
+	}
+	// bin stays open: the set symbolizes through it after the read. The
+	// process exits soon after.
+	abi, err := findABI(bin, false)
+	if err != nil {
+		bin.Close()
+		return r, err
+	}
+	auxv, err := target.ReadAuxv(pid)
+	if err != nil {
+		bin.Close()
+		return r, fmt.Errorf("process %d: %w", pid, err)
+	}
+	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
+	if err != nil {
+		bin.Close()
+		return r, err
+	}
+	st := newReadStats("live")
+	mem := target.ProcMem(pid)
+	snap := &snapshot{bin: bin, bias: bias, mem: mem, abi: abi, live: true}
+	view, verr := abi.Load(mem, bias)
+	stack.Table(bin) // decoded now, not while a thread is stopped
+	tr := target.NewTracer()
+	defer tr.Close()
+	reads, err := readThreadsEach(tr, pid, snap, view, verr, st)
+	if err != nil {
+		return r, err
+	}
+	for _, tr := range reads {
+		snap.threads = append(snap.threads, tr.th)
+		r.threads = append(r.threads, tr.thread(snap))
+	}
+	if verr != nil {
+		return r, verr
+	}
+	set, err := readGoroutinesLive(snap, view, r.threads, st)
+	if err != nil {
+		return r, err
+	}
+	st.done()
+	st.gs = len(set.gs)
+	return goroutineRead{snap: snap, threads: r.threads, set: set, stats: st}, nil
+}
+
+// readThreadsEach stops the threads of pid one at a time, on the tracer
+// thread, each only while its registers, stack and lineage record are
+// copied, and records each stop in st.
+func readThreadsEach(tr *target.Tracer, pid int, snap *snapshot, view *lineageabi.View, verr error, st *readStats) ([]threadRead, error) {
+	tids, err := target.ListThreads(pid)
+	if err != nil {
+		return nil, err
+	}
+	var out []threadRead
+	tr.Do(func() {
+		for _, tid := range tids {
+			var stopped int
+			var since time.Time
+			d, serr := tr.StopThreadOnThread(pid, tid, true, func(s *target.Stopped) {
+				stopped, since = len(s.Threads), s.Since
+				tsnap := *snap
+				tsnap.mem = target.NewCachedMem(s.Mem)
+				var v *lineageabi.View
+				if view != nil {
+					v = view.WithMem(tsnap.mem)
+				}
+				for _, th := range s.Threads {
+					out = append(out, readThread(&tsnap, v, verr, th))
+				}
+			})
+			if d > 0 && !since.IsZero() {
+				st.stops = append(st.stops, threadStop{tid: tid, threads: stopped, held: d, d: time.Since(since)})
+			}
+			if errors.Is(serr, target.ErrThreadGone) {
+				continue
+			}
+			if serr != nil {
+				err = serr
+				return
+			}
+		}
+	})
+	return out, err
+}
+
+// readGoroutinesLive reads the goroutine registry of a running process,
+// walking the stack of every goroutine that is not running, and merges
+// the threads' view (threads, read before) into it.
+func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.Thread, st *readStats) (*goroutineSet, error) {
+	visit := func(gs []*lineageabi.Goroutine) []*stack.Walk {
+		return walkParked(snap, gs)
+	}
+	gs, walks, lst, err := lineageabi.ReadLive(view, visit)
+	st.reg = lst
+	if err != nil {
+		return nil, err
+	}
+	set := newGoroutineSet(snap, view.Note, gs, walks, threads, lst.Torn)
+	for _, g := range set.gs {
+		if g.TID == 0 && g.Status == lineageabi.StatusRunning {
+			st.late++
+		}
+	}
+	return set, nil
+}
+
+// testHookWalk, if set, runs while walkParked reads stacks.
+var testHookWalk func()
+
+// walkParked walks the stack of each goroutine of gs that is not running,
+// from its saved registers, copying each stack (from the saved SP to the
+// stack's top, bounded) in one vectored read for the batch.
+func walkParked(snap *snapshot, gs []*lineageabi.Goroutine) []*stack.Walk {
+	out := make([]*stack.Walk, len(gs))
+	walks := make([]stack.Walk, len(gs))
+	bufs := make([][]byte, len(gs))
+	addrs := make([]uint64, len(gs))
+	regs := make([]target.Regs, len(gs))
+	var total uint64
+	for i, g := range gs {
+		r, ok := savedRegs(*g)
+		if !ok {
+			continue
+		}
+		regs[i] = r
+		out[i] = &walks[i]
+		if r.SP >= g.StackLo && r.SP < g.StackHi {
+			addrs[i] = r.SP
+			total += min(g.StackHi-r.SP, maxStackCopy)
+		}
+	}
+	buf := make([]byte, total)
+	for i, g := range gs {
+		if addrs[i] != 0 {
+			n := min(g.StackHi-addrs[i], maxStackCopy)
+			bufs[i], buf = buf[:n:n], buf[n:]
+		}
+	}
+	errs := make([]error, len(gs))
+	if testHookWalk != nil {
+		testHookWalk()
+	}
+	vectored(snap.mem, bufs, addrs, errs)
+	for i := range gs {
+		if out[i] == nil {
+			continue
+		}
+		m := target.Mem(&stackCopy{base: addrs[i], b: bufs[i], m: snap.mem})
+		if errs[i] != nil {
+			m = snap.mem
+		}
+		*out[i] = stack.Unwind(m, snap.bin, snap.bias, regs[i])
+	}
+	return out
+}
+
+// vectored reads the ranges in as few calls as m allows.
+func vectored(m target.Mem, bufs [][]byte, addrs []uint64, errs []error) {
+	if vm, ok := m.(lineageabi.VecMem); ok {
+		vm.ReadV(bufs, addrs, errs)
+		return
+	}
+	for i := range bufs {
+		errs[i] = m.ReadAt(bufs[i], addrs[i])
+	}
+}
+
+// stackCopy serves reads from a copy of part of a stack, and the rest from m.
+type stackCopy struct {
+	base uint64
+	b    []byte
+	m    target.Mem
+}
+
+func (c *stackCopy) ReadAt(p []byte, addr uint64) error {
+	if addr >= c.base && addr-c.base <= uint64(len(c.b)) && uint64(len(p)) <= uint64(len(c.b))-(addr-c.base) {
+		copy(p, c.b[addr-c.base:])
+		return nil
+	}
+	return c.m.ReadAt(p, addr)
+}
+
+// newGoroutineSet builds the set of goroutines gs. walks[i], if walks is
+// not nil, is the stack of gs[i] walked already from its saved registers
+// (nil for one that was running); otherwise stacks are walked now from
+// snap's memory. A goroutine on one of threads gets the thread's stack,
+// whatever the registry said, but for one in a system call.
+func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, walks []*stack.Walk, threads []stack.Thread, torn int) *goroutineSet {
+	set := &goroutineSet{snap: snap, note: note, torn: torn, gs: make([]goroutine, 0, len(gs))}
+	onThread := map[uint64]stack.Thread{}
+	for _, t := range threads {
+		if t.Goid != 0 {
+			if _, ok := onThread[t.Goid]; !ok {
+				onThread[t.Goid] = t
+			}
+		}
+	}
+	now := monotonicNow(snap)
+	if now != 0 {
+		set.monoNow, set.wallNow = now, time.Now().UnixNano()
+	}
+	sym := symbolizer{snap: snap, m: map[string][]stack.Loc{}}
+	seen := map[uint64]bool{}
+	for i, g := range gs {
+		if seen[g.Goid] {
+			continue
+		}
+		seen[g.Goid] = true
+		out := goroutine{Goroutine: g, Lineage: lineageabi.Chain(g.Record)}
+		t, onT := onThread[g.Goid]
+		if onT {
+			out.TID, out.Frames, out.Stop = t.TID, t.Frames, t.Stop
+		}
+		// A goroutine in a system call or cgo call is walked from where it
+		// entered it, as the runtime's dump does, even while its thread runs.
+		if !onT || g.Status == lineageabi.StatusSyscall {
+			if walks != nil {
+				if w := walks[i]; w != nil {
+					out.Frames, out.Stop = sym.frames(*w), w.Stop
+				}
+			} else if regs, ok := savedRegs(g); ok {
+				walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
+				out.Frames, out.Stop = sym.frames(walk), walk.Stop
+			}
+		}
+		if g.Status == lineageabi.StatusWaiting && g.WaitSince > 0 && now > g.WaitSince {
+			out.Wait = time.Duration(now - g.WaitSince)
+		}
+		set.gs = append(set.gs, out)
+	}
+	sort.Slice(set.gs, func(i, j int) bool { return set.gs[i].Goid < set.gs[j].Goid })
+	return set
+}
+
+// monotonicNow is the target's clock (CLOCK_MONOTONIC) for a live target,
+// 0 for a core.
+func monotonicNow(snap *snapshot) int64 {
+	if !snap.live {
+		return 0
+	}
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// symbolizer symbolizes goroutine walks (wrappers elided), once per
+// distinct walk: goroutines parked at the same place share their frames.
+type symbolizer struct {
+	snap *snapshot
+	m    map[string][]stack.Loc
+	key  []byte // scratch
+}
+
+func (s *symbolizer) frames(w stack.Walk) []stack.Loc {
+	key := s.key[:0]
+	for _, pc := range w.PCs {
+		key = binary.LittleEndian.AppendUint64(key, pc)
+	}
+	key = binary.LittleEndian.AppendUint64(key, ^uint64(0))
+	for _, i := range w.Signal {
+		key = binary.LittleEndian.AppendUint64(key, uint64(i))
+	}
+	s.key = key
+	if l, ok := s.m[string(key)]; ok {
+		return l
+	}
+	l := elideWrappers(stack.SymbolizeResumed(s.snap.bin, s.snap.bias, w))
+	l = l[:len(l):len(l)] // shared: an append must copy
+	s.m[string(key)] = l
+	return l
+}
+
+// sampleParkedLive is sampleParked for a process that keeps running: the
+// registry is read and the parked stacks walked with no thread stopped.
+// cache keeps the samples from tick to tick: a goroutine that has not run
+// since its last walk is not walked again.
+func sampleParkedLive(snap *snapshot, cache *lineageabi.Cache[*pprofout.Sample], onThreads []pprofout.Sample) []pprofout.Sample {
+	view := loadViewOrNil(snap)
+	if view == nil || view.Reg == nil {
+		return nil
+	}
+	gs, samples, _, err := cache.Read(view, func(gs []*lineageabi.Goroutine) []*pprofout.Sample {
+		walks := walkParked(snap, gs)
+		out := make([]*pprofout.Sample, len(gs))
+		for i, w := range walks {
+			if w != nil {
+				s := parkedSample(*gs[i], *w)
+				out[i] = &s
+			}
+		}
+		return out
+	})
+	if err != nil {
+		return nil
+	}
+	sampled := sampledGoids(onThreads)
+	out := make([]pprofout.Sample, 0, len(gs))
+	for i, g := range gs {
+		if samples[i] != nil && !sampled[g.Goid] {
+			out = append(out, *samples[i])
+		}
+	}
+	return out
+}

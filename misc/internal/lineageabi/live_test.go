@@ -1,0 +1,141 @@
+package lineageabi
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// vecMem counts the vectored reads made of a memMap.
+type vecMem struct {
+	memMap
+	calls int
+}
+
+func (m *vecMem) ReadV(bufs [][]byte, addrs []uint64, errs []error) {
+	m.calls++
+	for i := range bufs {
+		errs[i] = m.ReadAt(bufs[i], addrs[i])
+	}
+}
+
+// liveImage is registryImage with goroutine 5 not being scanned, read
+// through a vecMem; g is its g struct in img.
+func liveImage(t *testing.T) (v *View, mem *vecMem, g []byte) {
+	base, img := registryImage()
+	le := binary.LittleEndian
+	le.PutUint32(img[0x2000+8:], 4) // waiting, scan bit clear
+	mem = &vecMem{memMap: memMap{base: img}}
+	h, err := ParseHeader(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err = (&ABI{Addr: base, Static: h}).Load(mem, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, mem, img[0x2000:0x2100]
+}
+
+func TestReadLive(t *testing.T) {
+	v, mem, _ := liveImage(t)
+	visits := 0
+	gs, res, st, err := ReadLive(v, func(gs []*Goroutine) []int {
+		visits++
+		out := make([]int, len(gs))
+		for i, g := range gs {
+			out[i] = int(g.Goid) * 10
+		}
+		return out
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 1 || gs[0].Goid != 5 || gs[0].WaitReason != "chan receive" || len(gs[0].WaitChans) != 1 ||
+		gs[0].WaitChans[0] != 0x9000 || gs[0].Record == nil || gs[0].Record.ParentGoid != 1 {
+		t.Fatalf("goroutines %+v", gs)
+	}
+	if len(res) != 1 || res[0] != 50 || visits != 1 {
+		t.Errorf("visit results %v after %d visits, want [50] after 1", res, visits)
+	}
+	if st.Goroutines != 1 || st.Retried != 0 || st.Torn != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	// One read per block, then 7 vectored reads for the batch: records,
+	// g (T1), g, records, the wait list, g, records.
+	if mem.calls != 7 || st.Calls != 8 {
+		t.Errorf("%d vectored reads (stats: %d calls), want 7 (8)", mem.calls, st.Calls)
+	}
+}
+
+// TestReadLiveRetries: a goroutine that changes while its stack is read
+// (a status change, or its stack moved by the GC without one) is read
+// again, and its first reading dropped; one that keeps changing is
+// counted as torn.
+func TestReadLiveRetries(t *testing.T) {
+	le := binary.LittleEndian
+	for _, tc := range []struct {
+		name    string
+		changes int // visits that change the goroutine
+		change  func(g []byte)
+		retries int // reads again
+		torn    bool
+	}{
+		{"transition", 1, func(g []byte) { le.PutUint32(g[12:], le.Uint32(g[12:])+2) }, 1, false},
+		{"stack moved", 2, func(g []byte) { le.PutUint64(g[80:], le.Uint64(g[80:])+0x1000) }, 2, false},
+		// Seen by the re-read, then by the next first read: the GC may
+		// be moving the stack.
+		{"scan bit", 1, func(g []byte) { le.PutUint32(g[8:], 4|0x1000) }, 2, false},
+		{"always", 1 << 10, func(g []byte) { le.PutUint32(g[12:], le.Uint32(g[12:])+1) }, LiveRetries, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _, g := liveImage(t)
+			visits := 0
+			gs, res, st, err := ReadLive(v, func(gs []*Goroutine) []int {
+				visits++
+				if visits <= tc.changes {
+					tc.change(g)
+				} else {
+					le.PutUint32(g[8:], 4) // the GC is done with it
+				}
+				return make([]int, len(gs))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.torn {
+				if len(gs) != 0 || st.Torn != 1 || st.Retried != tc.retries {
+					t.Errorf("%d goroutines, stats %+v; want none, 1 torn after %d retries", len(gs), st, LiveRetries)
+				}
+				return
+			}
+			if len(gs) != 1 || len(res) != 1 || st.Retried != tc.retries || st.Torn != 0 || visits != tc.retries+1 {
+				t.Errorf("%d goroutines, %d visits, stats %+v; want 1, %d visits, %d retried",
+					len(gs), visits, st, tc.retries+1, tc.retries)
+			}
+		})
+	}
+}
+
+// TestCache: a goroutine unchanged since the last read is not visited
+// again; one that changed is.
+func TestCache(t *testing.T) {
+	v, _, g := liveImage(t)
+	var c Cache[int]
+	visits := 0
+	visit := func(gs []*Goroutine) []int {
+		visits++
+		return make([]int, len(gs))
+	}
+	for i, want := range []int{1, 1, 2} {
+		if i == 2 {
+			binary.LittleEndian.PutUint32(g[12:], 7) // a park and a wake
+		}
+		gs, _, st, err := c.Read(v, visit)
+		if err != nil || len(gs) != 1 || gs[0].Goid != 5 || st.Torn != 0 {
+			t.Fatalf("read %d: %v, %d goroutines, %+v", i, err, len(gs), st)
+		}
+		if visits != want {
+			t.Errorf("read %d: %d visits, want %d", i, visits, want)
+		}
+	}
+}
