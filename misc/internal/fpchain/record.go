@@ -92,11 +92,27 @@ func setupEnd(arch string, code []byte) uint64 {
 	return 0
 }
 
+// isRet reports whether the code at at returns. On amd64 no-ops before
+// the RET count as the return: the compiler may pad between POPQ BP and
+// RET, where the record is already gone.
 func isRet(arch string, at []byte) bool {
 	if arch == "arm64" {
 		inst, err := arm64asm.Decode(at)
 		return err == nil && inst.Op == arm64asm.RET
 	}
-	inst, err := x86asm.Decode(at, 64)
-	return err == nil && inst.Op == x86asm.RET
+	for n := 0; n < 8; n++ {
+		inst, err := x86asm.Decode(at, 64)
+		if err != nil {
+			return false
+		}
+		switch inst.Op {
+		case x86asm.RET:
+			return true
+		case x86asm.NOP:
+			at = at[inst.Len:]
+			continue
+		}
+		return false
+	}
+	return false
 }
