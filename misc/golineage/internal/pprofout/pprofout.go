@@ -6,6 +6,7 @@
 package pprofout
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"sort"
@@ -27,13 +28,19 @@ type Sample struct {
 	State   string // what a goroutine not on a thread was doing (wall profiles)
 }
 
-// Builder accumulates samples.
+// Builder accumulates samples. Identical samples (the same thread or
+// goroutine, state, stack and lineage: a parked goroutine tick after tick)
+// are kept once with a count, so that a wall-clock profile of thousands of
+// goroutines grows with what changes, not with every tick.
 type Builder struct {
 	bin      *gobin.Binary
 	bias     uint64
 	period   time.Duration
 	start    time.Time
 	samples  []Sample
+	counts   []int64        // how many times samples[i] was added
+	index    map[string]int // sampleKey -> index in samples
+	n        int            // samples added
 	frames   map[frameKey][]stack.Loc
 	Comments []string
 	Title    string
@@ -46,14 +53,45 @@ type frameKey struct {
 
 // New returns a builder for samples taken every period.
 func New(bin *gobin.Binary, bias uint64, period time.Duration) *Builder {
-	return &Builder{bin: bin, bias: bias, period: period, start: time.Now(), frames: map[frameKey][]stack.Loc{}}
+	return &Builder{bin: bin, bias: bias, period: period, start: time.Now(), frames: map[frameKey][]stack.Loc{}, index: map[string]int{}}
 }
 
 // Add records one sample.
-func (b *Builder) Add(s Sample) { b.samples = append(b.samples, s) }
+func (b *Builder) Add(s Sample) {
+	b.n++
+	k := sampleKey(s)
+	if i, ok := b.index[k]; ok {
+		b.counts[i]++
+		return
+	}
+	b.index[k] = len(b.samples)
+	b.samples = append(b.samples, s)
+	b.counts = append(b.counts, 1)
+}
+
+// sampleKey is what makes two samples the same in every output.
+func sampleKey(s Sample) string {
+	k := make([]byte, 0, 8*(4+len(s.PCs)+3*len(s.Lineage))+len(s.State))
+	u := func(v uint64) { k = binary.LittleEndian.AppendUint64(k, v) }
+	u(uint64(s.TID))
+	u(s.Goid)
+	u(uint64(len(s.PCs)))
+	for _, pc := range s.PCs {
+		u(pc)
+	}
+	for _, a := range s.Lineage {
+		u(a.Goid)
+		u(a.GoPC)
+		u(uint64(len(a.Stack)))
+		for _, pc := range a.Stack {
+			u(pc)
+		}
+	}
+	return string(append(k, s.State...))
+}
 
 // Len is the number of samples so far.
-func (b *Builder) Len() int { return len(b.samples) }
+func (b *Builder) Len() int { return b.n }
 
 func (b *Builder) locs(pc uint64, ret bool) []stack.Loc {
 	k := frameKey{pc, ret}
@@ -113,7 +151,7 @@ func (b *Builder) Profile() *profile.Profile {
 		return f
 	}
 	locs := map[string]*profile.Location{}
-	for _, s := range b.samples {
+	for i, s := range b.samples {
 		var sl []*profile.Location
 		for _, lg := range b.stitched(s) {
 			loc, ok := locs[lg.key]
@@ -131,7 +169,7 @@ func (b *Builder) Profile() *profile.Profile {
 			}
 			sl = append(sl, loc)
 		}
-		ps := &profile.Sample{Location: sl, Value: []int64{1, b.period.Nanoseconds()}, NumLabel: map[string][]int64{}}
+		ps := &profile.Sample{Location: sl, Value: []int64{b.counts[i], b.counts[i] * b.period.Nanoseconds()}, NumLabel: map[string][]int64{}}
 		if s.TID != 0 {
 			ps.NumLabel["thread"] = []int64{int64(s.TID)}
 		}
@@ -149,8 +187,8 @@ func (b *Builder) Profile() *profile.Profile {
 // WriteFolded writes one line per distinct stack, root first, frames joined
 // by ';', then a space and the number of samples (Brendan Gregg's format).
 func (b *Builder) WriteFolded(w io.Writer) error {
-	counts := map[string]int{}
-	for _, s := range b.samples {
+	counts := map[string]int64{}
+	for i, s := range b.samples {
 		var names []string
 		for _, lg := range b.stitched(s) {
 			if lg.name != "" {
@@ -164,7 +202,7 @@ func (b *Builder) WriteFolded(w io.Writer) error {
 		for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
 			names[i], names[j] = names[j], names[i]
 		}
-		counts[strings.Join(names, ";")]++
+		counts[strings.Join(names, ";")] += b.counts[i]
 	}
 	keys := make([]string, 0, len(counts))
 	for k := range counts {

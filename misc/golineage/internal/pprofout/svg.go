@@ -17,7 +17,7 @@ import (
 
 type flameNode struct {
 	name     string
-	count    int
+	count    int64
 	children map[string]*flameNode
 }
 
@@ -34,7 +34,7 @@ func (n *flameNode) child(name string) *flameNode {
 func (b *Builder) WriteSVG(w io.Writer, title string) error {
 	root := &flameNode{name: "all", children: map[string]*flameNode{}}
 	depth := 0
-	for _, s := range b.samples {
+	for i, s := range b.samples {
 		var names []string
 		for _, lg := range b.stitched(s) {
 			if lg.name != "" {
@@ -46,10 +46,10 @@ func (b *Builder) WriteSVG(w io.Writer, title string) error {
 			}
 		}
 		n := root
-		n.count++
-		for i := len(names) - 1; i >= 0; i-- {
-			n = n.child(names[i])
-			n.count++
+		n.count += b.counts[i]
+		for j := len(names) - 1; j >= 0; j-- {
+			n = n.child(names[j])
+			n.count += b.counts[i]
 		}
 		depth = max(depth, len(names))
 	}

@@ -1,0 +1,75 @@
+package pprofout
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"fpsafe.dev/misc/internal/gobin"
+)
+
+// TestAggregate: identical samples are kept once with their count, and
+// every output weighs them by it.
+func TestAggregate(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := gobin.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bin.Close()
+	pcs := make([]uintptr, 16)
+	pcs = pcs[:runtime.Callers(1, pcs)]
+	var stk []uint64
+	for _, pc := range pcs {
+		stk = append(stk, uint64(pc))
+	}
+	b := New(bin, 0, 10*time.Millisecond)
+	parked := Sample{Goid: 7, PCs: stk, State: "chan receive"}
+	for range 3 {
+		b.Add(parked)
+	}
+	b.Add(Sample{Goid: 7, PCs: stk, State: "select"}) // another state
+	b.Add(Sample{Goid: 8, PCs: stk[1:]})              // another goroutine and stack
+	if b.Len() != 5 {
+		t.Errorf("Len = %d, want 5", b.Len())
+	}
+	p := b.Profile()
+	if len(p.Sample) != 3 {
+		t.Fatalf("%d pprof samples, want 3", len(p.Sample))
+	}
+	var total int64
+	for _, s := range p.Sample {
+		total += s.Value[0]
+		if s.Value[1] != s.Value[0]*int64(10*time.Millisecond) {
+			t.Errorf("sample %v: wall %d for %d samples", s.Label, s.Value[1], s.Value[0])
+		}
+		if st := s.Label["state"]; len(st) == 1 && st[0] == "chan receive" && s.Value[0] != 3 {
+			t.Errorf("the parked goroutine's sample counts %d, want 3", s.Value[0])
+		}
+	}
+	if total != 5 {
+		t.Errorf("pprof samples add up to %d, want 5", total)
+	}
+	var folded bytes.Buffer
+	if err := b.WriteFolded(&folded); err != nil {
+		t.Fatal(err)
+	}
+	var sum int
+	for _, l := range strings.Split(strings.TrimSpace(folded.String()), "\n") {
+		var n int
+		f := strings.Fields(l)
+		for _, c := range f[len(f)-1] {
+			n = n*10 + int(c-'0')
+		}
+		sum += n
+	}
+	if sum != 5 || !strings.Contains(folded.String(), "TestAggregate 4\n") {
+		t.Errorf("folded counts add up to %d, want 5, with 4 on the full stack:\n%s", sum, folded.String())
+	}
+}
