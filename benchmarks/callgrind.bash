@@ -14,8 +14,9 @@
 # statement: CreateGoroutine/depth=20 (g structs reused) and
 # CreateGoroutineFanOut (a fresh g struct per go statement).
 # Per op = (Ir at 51000 ops - Ir at 1000 ops) / 50000, GOGC=off,
-# GODEBUG=asyncpreemptoff=1 (callgrind mishandles preemption signals) and
-# cpu.rdtscp=off (valgrind 3.19 does not decode RDTSCP, which cputicks uses),
+# GODEBUG=asyncpreemptoff=1 (callgrind mishandles preemption signals),
+# cpu.rdtscp=off (valgrind 3.19 advertises RDTSCP, then faults on it in
+# cputicks; a run that crashed still prints a count), a run without PASS fails,
 # -test.cpu=1. Prints each variant's per-op counts, sorted: runs fall in two
 # modes about 80 instructions apart for every toolchain, so compare modes.
 set -euo pipefail
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
 	-n) runs=$2; shift 2 ;;
 	-bench) benches+=("$2"); shift 2 ;;
 	-pkg) pkg=$2; shift 2 ;;
-	-h|-help|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|-help|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "callgrind.bash: unknown flag $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -66,7 +67,7 @@ trap 'rm -rf "$tmp"' EXIT
 ir() {
 	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off${2:+,$2} valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 		"$1" -test.run '^$' -test.bench "$bench" -test.benchtime="$3x" -test.cpu=1 2>&1 |
-		awk '/Collected/ {print $4; found=1} END {exit !found}'
+		awk '/^PASS$/ {pass=1} /Collected/ {n=$4} END {if (pass && n != "") print n; exit !(pass && n != "")}'
 }
 
 for bench in "${benches[@]}"; do

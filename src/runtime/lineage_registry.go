@@ -23,13 +23,15 @@
 //     codes, and points at the runtime's wait reason strings. Readers never
 //     hard-code any of it.
 //
-// Nothing here is on a hot path. Blocks are allocated when a g struct gets
-// its first record (lineageNewgSlow) and cost the same memory as the
-// single records they replace. The g fields are the runtime's own: the
-// status transition counter is the one the goroutine profile already keeps
-// (gFPProfCache.transitions, incremented by every status change), so a
-// reader can tell when a goroutine changed while it was read, and retry,
-// without a new store on the scheduler's paths.
+// A g struct takes its record from its M's block at its first go statement
+// (lineageNewg: a few loads and stores, no lock); once per
+// lineageBlockRecords records the block is full and lineageNewgSlow links a
+// new one. Blocks cost the same memory as the single records they replace.
+// The g fields are the runtime's own: the status transition counter is the
+// one the goroutine profile already keeps (gFPProfCache.transitions,
+// incremented by every status change), so a reader can tell when a
+// goroutine changed while it was read, and retry, without a new store on
+// the scheduler's paths.
 //
 // A walk of the registry is not a snapshot: goroutines start, park, run and
 // exit while it proceeds. Each record is consistent on its own (its seq and
@@ -156,11 +158,11 @@ func lineageRegistryInit(h *lineageHeader) {
 
 // lineageAllocRecord hands out a record for gp from the block of mp's
 // region, and links a new block into the registry when that one is full.
-// Only mp's thread hands records out of its block, so the common case takes
-// no lock: a burst of go statements, each of which gets a fresh g struct,
-// pays a few stores per record.
+// Only mp's thread hands records out of its block, so it takes no lock but
+// lineageNewBlock's. A go statement that gets a fresh g struct takes its
+// record in lineageNewg, the same way, and comes here only when the block
+// is full; an extra M's goroutine comes here for each of its records.
 func lineageAllocRecord(mp *m, gp *g) *lineageRecord {
-	lineageNRecords.Add(1)
 	reg := mp.lineage
 	b := (*lineageBlock)(unsafe.Pointer(uintptr(reg.blk)))
 	if b == nil || b.used == b.nrec {
@@ -169,10 +171,25 @@ func lineageAllocRecord(mp *m, gp *g) *lineageRecord {
 	}
 	r := (*lineageRecord)(add(unsafe.Pointer(b), unsafe.Sizeof(lineageBlock{})+uintptr(b.used)*lineageRecSize))
 	r.g = uint64(uintptr(unsafe.Pointer(gp)))
-	// Publish the record with its g set; its seq is still 0 (never
-	// written), which readers skip.
-	atomic.Store(&b.used, b.used+1)
+	lineageStoreUsed(&b.used, b.used+1)
 	return r
+}
+
+// lineageStoreUsed publishes a record handed out of a block: it stores the
+// block's new used count after the record's g. The record's seq is still 0
+// (never written), which readers skip until its first write. Only the
+// block's M writes used and an aligned 32-bit store is single-copy atomic on
+// every port, so a plain store does once the stores before it are ordered:
+// on amd64 by TSO (and the compiler, which keeps stores in program order),
+// elsewhere by publicationBarrier, a store barrier. It is inlined into
+// lineageNewg, a leaf without a frame on amd64 and arm64.
+//
+//go:nosplit
+func lineageStoreUsed(used *uint32, v uint32) {
+	if GOARCH != "amd64" {
+		publicationBarrier()
+	}
+	*used = v
 }
 
 // lineageNewBlock allocates a block and links it at the head of the

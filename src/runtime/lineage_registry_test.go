@@ -402,3 +402,97 @@ func TestLineageRegistryChurn(t *testing.T) {
 		t.Errorf("%d walks, %d goroutines read", walks, read)
 	}
 }
+
+// TestLineageRegistryFanOut starts goroutines that wait on a gate, as a
+// fan-out does: most get g structs that never ran a goroutine, whose
+// records lineageNewg takes from the M's block, so they come from several
+// blocks. Each must be in the registry exactly once, its record naming its
+// g, itself, its creator and its creator's ancestors.
+func TestLineageRegistryFanOut(t *testing.T) {
+	h := needLineage(t)
+	runtime.LockOSThread() // h.self finds the creator by its thread
+	defer runtime.UnlockOSThread()
+	_, me := h.self(t)
+	const n = 5*64 + 3
+	allg0 := runtime.AllgLen()
+	gate := make(chan struct{})
+	goids := make(chan uint64, n)
+	var done sync.WaitGroup
+	release := sync.OnceFunc(func() { close(gate); done.Wait() })
+	defer release() // before any Fatal returns
+	for range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			goids <- uint64(runtime.Goid())
+			<-gate
+		}()
+	}
+	mine := map[uint64]int{}
+	for range n {
+		mine[<-goids] = 0
+	}
+	fresh := runtime.AllgLen() - allg0
+
+	reg := readLinReg(t, h)
+	type found struct {
+		rec linRec
+		g   linG
+	}
+	var recs []found
+	blocks := map[uintptr]bool{} // blocks holding this test's records
+	b := uintptr(reg.blocks)
+	for nb := uint64(0); b != 0; nb++ {
+		if nb >= reg.nblocks {
+			t.Fatalf("block list longer than nblocks %d", reg.nblocks)
+		}
+		used := peek32(b + uintptr(reg.bUsed))
+		for i := uint32(0); i < used; i++ {
+			rec := b + uintptr(reg.blockHdr) + uintptr(i)*uintptr(h.recordSize)
+			g, ok := reg.readG(h, rec)
+			if !ok {
+				t.Errorf("record %#x kept changing", rec)
+				continue
+			}
+			if _, ok := mine[g.goid]; !ok || g.status == 5 || g.status == 0 {
+				continue
+			}
+			mine[g.goid]++
+			blocks[b] = true
+			r, err := h.readRecErr(rec)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			recs = append(recs, found{r, g})
+		}
+		b = uintptr(peek64(b + uintptr(reg.bNext)))
+	}
+	release()
+
+	for id, c := range mine {
+		if c != 1 {
+			t.Errorf("goroutine %d is in the registry %d times, want 1", id, c)
+		}
+	}
+	want := me.chain
+	if len(want) > int(h.maxDepth) {
+		want = want[:h.maxDepth]
+	}
+	for _, f := range recs {
+		r, g := f.rec, f.g
+		if r.chain[0].goid != g.goid || g.recGoid != g.goid {
+			t.Errorf("record %#x names goroutine %d, its g %d", r.addr, r.chain[0].goid, g.goid)
+		}
+		if r.parent != me.chain[0].goid {
+			t.Errorf("goroutine %d: parent %d, want %d", g.goid, r.parent, me.chain[0].goid)
+		}
+		if !slices.Equal(r.chain[1:], want) {
+			t.Errorf("goroutine %d: ancestors %v, want %v", g.goid, r.chain[1:], want)
+		}
+		if r.depth != me.depth+1 {
+			t.Errorf("goroutine %d: depth %d, want %d", g.goid, r.depth, me.depth+1)
+		}
+	}
+	t.Logf("%d goroutines, %d on new g structs, %d blocks", n, fresh, len(blocks))
+}
