@@ -42,6 +42,7 @@ var Roots = map[string]Root{
 	"_rt0_arm64":                  {Why: "process entry", Arch: "arm64", Cgo: "no"},
 	"_rt0_amd64_linux":            {Why: "process entry", Arch: "amd64", Cgo: "no"},
 	"_rt0_arm64_linux":            {Why: "process entry", Arch: "arm64", Cgo: "no"},
+	"main":                        {Why: "C's call into Go at process start in a binary linked by the system linker (libc calls main, which jumps to rt0_go)", Cgo: "yes"},
 	"_start":                      {Why: "C process entry", C: true},
 	"__libc_start_main":           {Why: "C process entry", C: true},
 	"__libc_start_call_main":      {Why: "C process entry", C: true},
