@@ -134,12 +134,21 @@ func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, e
 // reads the same from outside as from inside.
 func elideWrappers(locs []stack.Loc) []stack.Loc {
 	out := locs[:0]
+	callee := ""
 	for _, l := range locs {
-		if !l.Wrapper {
+		if !l.Wrapper || panicCallee(callee) {
 			out = append(out, l)
 		}
+		callee = l.Func
 	}
 	return out
+}
+
+// panicCallee reports whether a wrapper that called fn stays in a
+// traceback: the runtime shows a wrapper whose callee panicked
+// (runtime/traceback.go, elideWrapperCalling).
+func panicCallee(fn string) bool {
+	return fn == "runtime.gopanic" || fn == "runtime.sigpanic" || fn == "runtime.panicwrap"
 }
 
 // savedRegs gives the registers a goroutine that is not running resumes

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/golden"
 )
 
@@ -448,5 +449,24 @@ func TestProfileWall(t *testing.T) {
 		if states[st] == 0 {
 			t.Errorf("no sample labelled state=%q (labels: %v)", st, states)
 		}
+	}
+}
+
+// TestElideWrappers: wrappers leave a goroutine's stack, as in the runtime's
+// dump, unless the function they called panicked.
+func TestElideWrappers(t *testing.T) {
+	locs := []stack.Loc{
+		{Func: "runtime.gopanic"},
+		{Func: "main.(*T).M", Wrapper: true}, // panicwrap's caller: kept
+		{Func: "main.f"},
+		{Func: "main.main.gowrap1", Wrapper: true}, // dropped
+		{Func: "runtime.goexit"},
+	}
+	var got []string
+	for _, l := range elideWrappers(locs) {
+		got = append(got, l.Func)
+	}
+	if want := []string{"runtime.gopanic", "main.(*T).M", "main.f", "runtime.goexit"}; !slices.Equal(got, want) {
+		t.Errorf("elideWrappers = %q, want %q", got, want)
 	}
 }

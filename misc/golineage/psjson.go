@@ -146,7 +146,7 @@ func dumpFrames(locs []stack.Loc) []frameJSON {
 
 func showInDump(l stack.Loc, first bool, callee string) bool {
 	if l.Wrapper {
-		return callee == "runtime.gopanic" || callee == "runtime.sigpanic" || callee == "runtime.panicwrap"
+		return panicCallee(callee)
 	}
 	switch l.Func {
 	case "runtime.runFinalizers", "runtime.runCleanups":
