@@ -21,13 +21,15 @@ import (
 
 // goroutine is one goroutine as the commands print it.
 type goroutine struct {
-	lineageabi.Goroutine
-	TID     int           // thread running it, 0 if none
-	Wait    time.Duration // how long it has waited, if known (live targets)
-	Frames  []stack.Loc   // its stack, innermost first
-	Stop    string        // why the stack walk ended early
-	Lineage []stack.Ancestor
+	*lineageabi.Goroutine
+	TID    int           // thread running it, 0 if none
+	Wait   time.Duration // how long it has waited, if known (live targets)
+	Frames []stack.Loc   // its stack, innermost first
+	Stop   string        // why the stack walk ended early
 }
+
+// lineage is the goroutine's creation chain, parent first.
+func (g *goroutine) lineage() []stack.Ancestor { return lineageabi.Chain(g.Record) }
 
 // goroutineSet is what one stopped target shows.
 type goroutineSet struct {
@@ -232,10 +234,11 @@ func (s *goroutineSet) startFunc(g *goroutine) string {
 
 // createdAt is where the goroutine was created, "" for the runtime's own.
 func (s *goroutineSet) createdAt(g *goroutine) string {
-	if len(g.Lineage) == 0 {
+	lin := g.lineage()
+	if len(lin) == 0 {
 		return ""
 	}
-	l := stack.CreatedBy(s.snap.bin, s.snap.bias, g.Lineage[0])
+	l := stack.CreatedBy(s.snap.bin, s.snap.bias, lin[0])
 	return fmt.Sprintf("%s:%d", l.File, l.Line)
 }
 
@@ -507,7 +510,7 @@ func (s *goroutineSet) writeStacks(w io.Writer) {
 		if g.Stop != "" {
 			fmt.Fprintf(w, "...stack walk ended: %s\n", g.Stop)
 		}
-		for _, a := range g.Lineage {
+		for _, a := range g.lineage() {
 			stack.WriteCreatedBy(w, s.snap.bin, s.snap.bias, a)
 		}
 		fmt.Fprintln(w)

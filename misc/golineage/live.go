@@ -1,12 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
@@ -163,11 +164,11 @@ func readLive(pid int) (goroutineRead, error) {
 		bin.Close()
 		return r, err
 	}
+	stack.Table(bin) // decoded before the read, not while a thread is stopped
 	st := newReadStats("live")
 	mem := target.ProcMem(pid)
 	snap := &snapshot{bin: bin, bias: bias, mem: mem, abi: abi, live: true}
 	view, verr := abi.Load(mem, bias)
-	stack.Table(bin) // decoded now, not while a thread is stopped
 	tr := target.NewTracer()
 	defer tr.Close()
 	reads, err := readThreadsEach(tr, pid, snap, view, verr, st)
@@ -234,10 +235,9 @@ func readThreadsEach(tr *target.Tracer, pid int, snap *snapshot, view *lineageab
 // walking the stack of every goroutine that is not running, and merges
 // the threads' view (threads, read before) into it.
 func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.Thread, st *readStats) (*goroutineSet, error) {
-	visit := func(gs []*lineageabi.Goroutine) []*stack.Walk {
-		return walkParked(snap, gs)
-	}
-	gs, walks, lst, err := lineageabi.ReadLive(view, visit)
+	gs, walks, lst, err := lineageabi.ReadLive(view, func() lineageabi.Visit[*stack.Walk] {
+		return (&parkedWalker{snap: snap}).walk
+	})
 	st.reg = lst
 	if err != nil {
 		return nil, err
@@ -251,18 +251,78 @@ func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.T
 	return set, nil
 }
 
-// testHookWalk, if set, runs while walkParked reads stacks.
+// testHookWalk, if set, runs while a parkedWalker reads stacks.
 var testHookWalk func()
 
-// walkParked walks the stack of each goroutine of gs that is not running,
-// from its saved registers, copying each stack (from the saved SP to the
+// A parkedWalker walks the stacks of parked goroutines, batch after batch,
+// copying each batch's stacks into the same buffer. Goroutines parked at
+// the same place have the same walk, which is kept once.
+type parkedWalker struct {
+	snap    *snapshot
+	buf     []byte
+	scratch stack.Walk
+	walks   map[string]*stack.Walk
+	key     []byte
+
+	// Per-goroutine scratch of a batch.
+	walked []bool
+	bufs   [][]byte
+	addrs  []uint64
+	regs   []target.Regs
+	errs   []error
+}
+
+// reuse returns s resized to n zero elements, reusing its array if it can.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// intern returns the kept walk equal to pw.scratch.
+func (pw *parkedWalker) intern() *stack.Walk {
+	w := &pw.scratch
+	pw.key = appendWalkKey(pw.key[:0], *w)
+	pw.key = append(pw.key, w.Stop...)
+	if k, ok := pw.walks[string(pw.key)]; ok {
+		return k
+	}
+	if pw.walks == nil {
+		pw.walks = map[string]*stack.Walk{}
+	}
+	k := &stack.Walk{PCs: slices.Clone(w.PCs), Stop: w.Stop, Signal: slices.Clone(w.Signal)}
+	pw.walks[string(pw.key)] = k
+	return k
+}
+
+// appendWalkKey appends to key the bytes that identify w's frames.
+func appendWalkKey(key []byte, w stack.Walk) []byte {
+	for _, pc := range w.PCs {
+		key = binary.LittleEndian.AppendUint64(key, pc)
+	}
+	key = binary.LittleEndian.AppendUint64(key, ^uint64(0))
+	for _, i := range w.Signal {
+		key = binary.LittleEndian.AppendUint64(key, uint64(i))
+	}
+	return binary.LittleEndian.AppendUint64(key, ^uint64(0))
+}
+
+// walk walks the stack of each goroutine of gs that is not running, from
+// its saved registers, copying each stack (from the saved SP to the
 // stack's top, bounded) in one vectored read for the batch.
-func walkParked(snap *snapshot, gs []*lineageabi.Goroutine) []*stack.Walk {
+func (pw *parkedWalker) walk(gs []*lineageabi.Goroutine) []*stack.Walk {
+	snap := pw.snap
 	out := make([]*stack.Walk, len(gs))
-	walks := make([]stack.Walk, len(gs))
-	bufs := make([][]byte, len(gs))
-	addrs := make([]uint64, len(gs))
-	regs := make([]target.Regs, len(gs))
+	n := len(gs)
+	pw.walked = reuse(pw.walked, n)
+	pw.bufs = reuse(pw.bufs, n)
+	pw.addrs = reuse(pw.addrs, n)
+	pw.regs = reuse(pw.regs, n)
+	pw.errs = reuse(pw.errs, n)
+	walk, bufs, addrs, regs, errs := pw.walked, pw.bufs, pw.addrs, pw.regs, pw.errs
 	var total uint64
 	for i, g := range gs {
 		r, ok := savedRegs(*g)
@@ -270,33 +330,40 @@ func walkParked(snap *snapshot, gs []*lineageabi.Goroutine) []*stack.Walk {
 			continue
 		}
 		regs[i] = r
-		out[i] = &walks[i]
+		walk[i] = true
 		if r.SP >= g.StackLo && r.SP < g.StackHi {
 			addrs[i] = r.SP
 			total += min(g.StackHi-r.SP, maxStackCopy)
 		}
 	}
-	buf := make([]byte, total)
+	// The copies are needed only until the stacks are walked: the next
+	// batch reuses the buffer (its pages already faulted in).
+	if uint64(cap(pw.buf)) < total {
+		pw.buf = make([]byte, total)
+	}
+	buf := pw.buf[:total]
 	for i, g := range gs {
 		if addrs[i] != 0 {
 			n := min(g.StackHi-addrs[i], maxStackCopy)
 			bufs[i], buf = buf[:n:n], buf[n:]
 		}
 	}
-	errs := make([]error, len(gs))
 	if testHookWalk != nil {
 		testHookWalk()
 	}
 	vectored(snap.mem, bufs, addrs, errs)
+	sc := &stackCopy{m: snap.mem}
 	for i := range gs {
-		if out[i] == nil {
+		if !walk[i] {
 			continue
 		}
-		m := target.Mem(&stackCopy{base: addrs[i], b: bufs[i], m: snap.mem})
+		sc.base, sc.b = addrs[i], bufs[i]
+		m := target.Mem(sc)
 		if errs[i] != nil {
 			m = snap.mem
 		}
-		*out[i] = stack.Unwind(m, snap.bin, snap.bias, regs[i])
+		pw.scratch.Unwind(m, snap.bin, snap.bias, regs[i])
+		out[i] = pw.intern()
 	}
 	return out
 }
@@ -327,6 +394,13 @@ func (c *stackCopy) ReadAt(p []byte, addr uint64) error {
 	return c.m.ReadAt(p, addr)
 }
 
+func (c *stackCopy) Word(addr uint64) (uint64, error) {
+	if addr >= c.base && addr-c.base <= uint64(len(c.b)) && uint64(len(c.b))-(addr-c.base) >= 8 {
+		return binary.LittleEndian.Uint64(c.b[addr-c.base:]), nil
+	}
+	return target.Word(c.m, addr)
+}
+
 // newGoroutineSet builds the set of goroutines gs. walks[i], if walks is
 // not nil, is the stack of gs[i] walked already from its saved registers
 // (nil for one that was running); otherwise stacks are walked now from
@@ -347,13 +421,19 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 		set.monoNow, set.wallNow = now, time.Now().UnixNano()
 	}
 	sym := symbolizer{snap: snap, m: map[string][]stack.Loc{}}
-	seen := map[uint64]bool{}
-	for i, g := range gs {
-		if seen[g.Goid] {
+	// In goid order; of two readings of one goroutine (a read of a running
+	// process is not a snapshot), the first is kept.
+	order := make([]int, len(gs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(gs[i].Goid, gs[j].Goid) })
+	for k, i := range order {
+		g := &gs[i]
+		if k > 0 && gs[order[k-1]].Goid == g.Goid {
 			continue
 		}
-		seen[g.Goid] = true
-		out := goroutine{Goroutine: g, Lineage: lineageabi.Chain(g.Record)}
+		out := goroutine{Goroutine: g}
 		t, onT := onThread[g.Goid]
 		if onT {
 			out.TID, out.Frames, out.Stop = t.TID, t.Frames, t.Stop
@@ -363,9 +443,9 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 		if !onT || g.Status == lineageabi.StatusSyscall {
 			if walks != nil {
 				if w := walks[i]; w != nil {
-					out.Frames, out.Stop = sym.frames(*w), w.Stop
+					out.Frames, out.Stop = sym.walkFrames(w), w.Stop
 				}
-			} else if regs, ok := savedRegs(g); ok {
+			} else if regs, ok := savedRegs(*g); ok {
 				walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
 				out.Frames, out.Stop = sym.frames(walk), walk.Stop
 			}
@@ -375,7 +455,6 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 		}
 		set.gs = append(set.gs, out)
 	}
-	sort.Slice(set.gs, func(i, j int) bool { return set.gs[i].Goid < set.gs[j].Goid })
 	return set
 }
 
@@ -395,20 +474,27 @@ func monotonicNow(snap *snapshot) int64 {
 // symbolizer symbolizes goroutine walks (wrappers elided), once per
 // distinct walk: goroutines parked at the same place share their frames.
 type symbolizer struct {
-	snap *snapshot
-	m    map[string][]stack.Loc
-	key  []byte // scratch
+	snap   *snapshot
+	m      map[string][]stack.Loc
+	key    []byte                      // scratch
+	byWalk map[*stack.Walk][]stack.Loc // walks shared by goroutines (parkedWalker)
+}
+
+// walkFrames is frames(*w), remembered by w.
+func (s *symbolizer) walkFrames(w *stack.Walk) []stack.Loc {
+	if l, ok := s.byWalk[w]; ok {
+		return l
+	}
+	if s.byWalk == nil {
+		s.byWalk = map[*stack.Walk][]stack.Loc{}
+	}
+	l := s.frames(*w)
+	s.byWalk[w] = l
+	return l
 }
 
 func (s *symbolizer) frames(w stack.Walk) []stack.Loc {
-	key := s.key[:0]
-	for _, pc := range w.PCs {
-		key = binary.LittleEndian.AppendUint64(key, pc)
-	}
-	key = binary.LittleEndian.AppendUint64(key, ^uint64(0))
-	for _, i := range w.Signal {
-		key = binary.LittleEndian.AppendUint64(key, uint64(i))
-	}
+	key := appendWalkKey(s.key[:0], w)
 	s.key = key
 	if l, ok := s.m[string(key)]; ok {
 		return l
@@ -422,31 +508,35 @@ func (s *symbolizer) frames(w stack.Walk) []stack.Loc {
 // sampleParkedLive is sampleParked for a process that keeps running: the
 // registry is read and the parked stacks walked with no thread stopped.
 // cache keeps the samples from tick to tick: a goroutine that has not run
-// since its last walk is not walked again.
-func sampleParkedLive(snap *snapshot, cache *lineageabi.Cache[*pprofout.Sample], onThreads []pprofout.Sample) []pprofout.Sample {
+// since its last walk is not walked again, and its sample is the same
+// (pprofout.Builder.AddShared counts it without comparing it again).
+func sampleParkedLive(snap *snapshot, cache *lineageabi.Cache[*pprofout.Sample], onThreads []pprofout.Sample) []*pprofout.Sample {
 	view := loadViewOrNil(snap)
 	if view == nil || view.Reg == nil {
 		return nil
 	}
-	gs, samples, _, err := cache.Read(view, func(gs []*lineageabi.Goroutine) []*pprofout.Sample {
-		walks := walkParked(snap, gs)
-		out := make([]*pprofout.Sample, len(gs))
-		for i, w := range walks {
-			if w != nil {
-				s := parkedSample(*gs[i], *w)
-				out[i] = &s
+	gs, samples, _, err := cache.Read(view, func() lineageabi.Visit[*pprofout.Sample] {
+		pw := &parkedWalker{snap: snap}
+		return func(gs []*lineageabi.Goroutine) []*pprofout.Sample {
+			walks := pw.walk(gs)
+			out := make([]*pprofout.Sample, len(gs))
+			for i, w := range walks {
+				if w != nil {
+					s := parkedSample(*gs[i], *w)
+					out[i] = &s
+				}
 			}
+			return out
 		}
-		return out
 	})
 	if err != nil {
 		return nil
 	}
 	sampled := sampledGoids(onThreads)
-	out := make([]pprofout.Sample, 0, len(gs))
+	out := make([]*pprofout.Sample, 0, len(gs))
 	for i, g := range gs {
 		if samples[i] != nil && !sampled[g.Goid] {
-			out = append(out, *samples[i])
+			out = append(out, samples[i])
 		}
 	}
 	return out

@@ -219,6 +219,7 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 		next := time.Now()
 		for time.Now().Before(deadline) && !interrupted.Load() {
 			var samples []pprofout.Sample
+			var parked []*pprofout.Sample
 			var err error
 			if pf.consistent {
 				var window time.Duration
@@ -242,7 +243,7 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 					// with none stopped.
 					samples = goroutineSamples(samples)
 					snap := &snapshot{bin: bin, bias: bias, mem: target.ProcMem(pid), abi: abi, live: true}
-					samples = append(samples, sampleParkedLive(snap, &cache, samples)...)
+					parked = sampleParkedLive(snap, &cache, samples)
 				}
 			}
 			if err != nil {
@@ -254,6 +255,9 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 			}
 			for _, s := range samples {
 				b.Add(s)
+			}
+			for _, s := range parked {
+				b.AddShared(s)
 			}
 			next = next.Add(period)
 			if d := time.Until(next); d > 0 {

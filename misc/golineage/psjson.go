@@ -177,8 +177,8 @@ func (s *goroutineSet) writeJSON(w io.Writer, stacks bool) error {
 		j := goroutineJSON{Goid: g.Goid, Parent: g.Record.ParentGoid, Ancestors: []ancestorJSON{},
 			AncestorsTruncated: g.Record.Truncated(), State: g.jsonState(), Thread: g.TID,
 			Start: s.funcAt(g.Record.StartPC)}
-		if len(g.Lineage) > 0 {
-			j.CreatedBy = s.createdBy(g.Lineage[0].GoPC)
+		if lin := g.lineage(); len(lin) > 0 {
+			j.CreatedBy = s.createdBy(lin[0].GoPC)
 		}
 		for _, a := range g.Record.Anc {
 			anc := ancestorJSON{Goid: a.Goid, Start: s.funcAt(a.StartPC)}

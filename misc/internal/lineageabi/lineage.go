@@ -230,7 +230,7 @@ type View struct {
 	regions map[uint64]uint64 // tid -> region address (active regions)
 	Note    string            // why the view is empty, if it is
 	Reg     *Registry         // nil if the target publishes no registry
-	reasons map[uint8]string  // wait reason strings read so far
+	reasons *reasonCache      // wait reason strings read so far
 }
 
 // Load reads the header and the region registry from the target's memory.
@@ -250,7 +250,7 @@ func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 	if err := h.checkDynamic(); err != nil {
 		return nil, err
 	}
-	v := &View{H: h, Addr: addr, mem: mem, regions: map[uint64]uint64{}}
+	v := &View{H: h, Addr: addr, mem: mem, regions: map[uint64]uint64{}, reasons: &reasonCache{}}
 	if v.Reg, err = parseRegistry(h, buf); err != nil {
 		return nil, err
 	}
@@ -355,12 +355,18 @@ func ParseRecord(h *Header, b []byte) (*Record, error) {
 	if r.Nstk > h.MaxStack {
 		return nil, fmt.Errorf("lineage record: %d stack entries, capacity %d", r.Nstk, h.MaxStack)
 	}
-	for i := uint32(0); i < r.Nanc; i++ {
-		e := b[h.OffRecAnc+i*h.AncSize:]
-		r.Anc = append(r.Anc, Anc{le.Uint64(e[h.OffAncGoid:]), le.Uint64(e[h.OffAncStartPC:]), le.Uint64(e[h.OffAncGoPC:])})
+	if r.Nanc > 0 {
+		r.Anc = make([]Anc, r.Nanc)
 	}
-	for i := uint32(0); i < r.Nstk; i++ {
-		r.Stack = append(r.Stack, le.Uint64(b[h.OffRecStack+8*i:]))
+	for i := range r.Anc {
+		e := b[h.OffRecAnc+uint32(i)*h.AncSize:]
+		r.Anc[i] = Anc{le.Uint64(e[h.OffAncGoid:]), le.Uint64(e[h.OffAncStartPC:]), le.Uint64(e[h.OffAncGoPC:])}
+	}
+	if r.Nstk > 0 {
+		r.Stack = make([]uint64, r.Nstk)
+	}
+	for i := range r.Stack {
+		r.Stack[i] = le.Uint64(b[h.OffRecStack+8*uint32(i):])
 	}
 	return r, nil
 }

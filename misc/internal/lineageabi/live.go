@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // Reading the registry of a process that keeps running (doc/lineage-abi.md,
@@ -38,7 +41,7 @@ func readV(m Mem, bufs [][]byte, addrs []uint64, errs []error) {
 // LiveBatch is how many goroutines ReadLive reads together: each phase of a
 // batch is one vectored read of at most 2*LiveBatch ranges (the kernel
 // takes 1024).
-const LiveBatch = 512
+const LiveBatch = 128
 
 // LiveRetries bounds the reads of one goroutine that keeps changing.
 const LiveRetries = 4
@@ -55,12 +58,15 @@ type LiveStats struct {
 // reads of their g fields and records and the re-reads that validate them:
 // it reads what else it needs of each goroutine (its stack) from the
 // running process. Its result for gs[i] is kept if gs[i] turns out
-// unchanged, and dropped (and gs[i] read again) if not.
+// unchanged, and dropped (and gs[i] read again) if not. gs and the
+// goroutines are reused by the next batch: visit copies what it keeps.
 type Visit[T any] func(gs []*Goroutine) []T
 
 // ReadLive reads every goroutine of the registry from a process that keeps
-// running, and calls visit for each batch. Each goroutine is read by the
-// ABI's rule, extended to what visit reads:
+// running. Batches of goroutines are read by up to LiveReaders goroutines
+// at once, each with its own visit (from newVisit; nil: none), called for
+// each batch it reads. Each goroutine is read by the ABI's rule, extended
+// to what visit reads:
 //
 //  1. the record's seq (with the block) and g, then, in a separate read,
 //     the g's transition counter (T1);
@@ -77,26 +83,60 @@ type Visit[T any] func(gs []*Goroutine) []T
 // again, up to LiveRetries times, and then counted as torn.
 //
 // The result is not a snapshot (section 13, reader procedure, step 5):
-// each goroutine is consistent on its own, at its own instant.
-func ReadLive[T any](v *View, visit Visit[T]) ([]Goroutine, []T, LiveStats, error) {
+// each goroutine is consistent on its own, at its own instant. Its order
+// is unspecified.
+func ReadLive[T any](v *View, newVisit func() Visit[T]) ([]Goroutine, []T, LiveStats, error) {
 	var st LiveStats
-	addrs, err := v.recordAddrs(&st)
+	addrs, err := v.recordAddrs(&st, nil, nil)
 	if err != nil {
 		return nil, nil, st, err
 	}
 	gs := make([]Goroutine, 0, len(addrs))
 	out := make([]T, 0, len(addrs))
-	err = readLive(v, addrs, visit, &st, func(g *Goroutine, res T, _ []byte) {
+	err = readLive(v, addrs, newVisit, &st, nil, func(g *Goroutine, res T, _ []byte) {
 		gs, out = append(gs, *g), append(out, res)
 	})
 	st.Goroutines = len(gs)
 	return gs, out, st, err
 }
 
+// LiveReaders bounds the goroutines that read batches at once (and the
+// CPUs a read takes from the machine): at most GOMAXPROCS.
+const LiveReaders = 4
+
+// A liveReader is one goroutine reading batches.
+type liveReader[T any] struct {
+	visit Visit[T]
+	ar    arena
+	st    LiveStats
+	again []uint64
+	err   error
+}
+
 // readLive reads the goroutines of the records at addrs, with retries, and
 // calls keep for each one read consistently, with visit's result and the
-// copy of its g's fields.
-func readLive[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats, keep func(*Goroutine, T, []byte)) error {
+// copy of its g's fields, one call at a time. pool, if not nil, keeps the
+// readers (their buffers) from one read to the next; each read gives them
+// visits of its own.
+func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *LiveStats, pool *[]*liveReader[T], keep func(*Goroutine, T, []byte)) error {
+	var mu sync.Mutex
+	keepLocked := func(g *Goroutine, res T, gbuf []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		keep(g, res, gbuf)
+	}
+	if pool == nil {
+		pool = new([]*liveReader[T])
+	}
+	for _, r := range *pool {
+		r.visit, r.st = nil, LiveStats{}
+	}
+	defer func() {
+		for _, r := range *pool {
+			st.Calls += r.st.Calls
+			r.visit = nil
+		}
+	}()
 	for try := 0; len(addrs) > 0; try++ {
 		if try > LiveRetries {
 			st.Torn += len(addrs)
@@ -107,86 +147,160 @@ func readLive[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats, kee
 		}
 		// A goroutine that changed during its batch's read is read again
 		// in smaller batches, which read it in less time.
-		batch := LiveBatch
+		size := LiveBatch
 		if try > 0 {
-			batch = max(1, LiveBatch>>(4*try))
+			size = max(1, LiveBatch>>(4*try))
 		}
-		var again []uint64
+		var batches [][]uint64
 		for len(addrs) > 0 {
-			n := min(len(addrs), batch)
-			changed, err := readLiveBatch(v, addrs[:n], visit, st, keep)
-			if err != nil {
+			n := min(len(addrs), size)
+			batches, addrs = append(batches, addrs[:n]), addrs[n:]
+		}
+		n := min(runtime.GOMAXPROCS(0), LiveReaders, len(batches))
+		for len(*pool) < n {
+			*pool = append(*pool, &liveReader[T]{})
+		}
+		readers := (*pool)[:n]
+		for _, r := range readers {
+			if r.visit == nil && newVisit != nil {
+				r.visit = newVisit()
+			}
+		}
+		var next atomic.Int64
+		var failed atomic.Bool
+		var wg sync.WaitGroup
+		for i, r := range readers {
+			work := func() {
+				for !failed.Load() {
+					b := int(next.Add(1) - 1)
+					if b >= len(batches) {
+						return
+					}
+					again, err := readLiveBatch(v, batches[b], r.visit, &r.st, &r.ar, keepLocked)
+					if err != nil {
+						r.err = err
+						failed.Store(true)
+						return
+					}
+					r.again = append(r.again, again...)
+				}
+			}
+			if i == n-1 {
+				work() // the last reader is this goroutine
+			} else {
+				wg.Go(work)
+			}
+		}
+		wg.Wait()
+		for _, r := range readers {
+			if r.err != nil {
+				err := r.err
+				r.err, r.again = nil, r.again[:0]
 				return err
 			}
-			again = append(again, changed...)
-			addrs = addrs[n:]
+			addrs = append(addrs, r.again...)
+			r.again = r.again[:0]
 		}
-		addrs = again
 	}
 	return nil
 }
 
 // A Cache keeps, from one read of a process to the next (a profile's
 // ticks), each goroutine's last consistent reading and visit's result,
-// by g. A goroutine whose g shows the same transition count and published
-// fields as when it was read has not run since (it cannot run without a
-// status change): its reading is reused, for the cost of a copy of its g.
+// by record. A goroutine whose g shows the same transition count and
+// published fields as when it was read has not run since (it cannot run
+// without a status change): its reading is reused, for the cost of a copy
+// of its g. The registry's full blocks are remembered too (blockInfo).
 type Cache[T any] struct {
-	recG map[uint64]uint64 // record -> g (a record belongs to one g for ever)
-	ent  map[uint64]*cacheEntry[T]
+	ent     map[uint64]*cacheEntry[T] // by record (a record belongs to one g for ever)
+	gen     uint64                    // reads so far: an entry not seen by the last read goes
+	blocks  map[uint64]blockInfo
+	readers []*liveReader[T]
+	ar      arena // the copies of the known gs, reused from read to read
+
+	// Scratch, reused from read to read.
+	addrs, fresh, known, gps []uint64
+	gs                       []*Goroutine
+	out                      []T
+	ents                     []*cacheEntry[T]
 }
 
 type cacheEntry[T any] struct {
 	g    Goroutine
 	res  T
 	gbuf []byte
+	gen  uint64 // the last read that saw it
 }
 
-// Read is ReadLive through the cache.
-func (c *Cache[T]) Read(v *View, visit Visit[T]) ([]Goroutine, []T, LiveStats, error) {
+// Read is ReadLive through the cache. The goroutines it returns are the
+// cache's: they stay as they are (a changed goroutine gets a new one), and
+// a result of visit is returned again, read after read, for as long as its
+// goroutine does not change. The slices themselves are reused by the next
+// Read.
+func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, LiveStats, error) {
 	var st LiveStats
-	if c.recG == nil {
-		c.recG, c.ent = map[uint64]uint64{}, map[uint64]*cacheEntry[T]{}
+	if c.ent == nil {
+		c.ent, c.blocks = map[uint64]*cacheEntry[T]{}, map[uint64]blockInfo{}
 	}
-	addrs, err := v.recordAddrs(&st)
+	c.gen++
+	addrs, err := v.recordAddrs(&st, c.blocks, c.addrs[:0])
+	c.addrs = addrs
 	if err != nil {
 		return nil, nil, st, err
 	}
-	gs := make([]Goroutine, 0, len(addrs))
-	out := make([]T, 0, len(addrs))
-	var fresh, known, gps []uint64
+	gs, out := c.gs[:0], c.out[:0]
+	fresh, known, gps := c.fresh[:0], c.known[:0], c.gps[:0]
+	ents := c.ents[:0]
 	for _, a := range addrs {
-		if gp, ok := c.recG[a]; ok && c.ent[gp] != nil {
-			known, gps = append(known, a), append(gps, gp)
+		if e := c.ent[a]; e != nil {
+			known, gps, ents = append(known, a), append(gps, e.g.G), append(ents, e)
 		} else {
 			fresh = append(fresh, a)
 		}
 	}
-	next := map[uint64]*cacheEntry[T]{}
-	for i, b := range readMerged(v.mem, gps, int(v.Reg.gSpan), &st) {
-		e := c.ent[gps[i]]
+	c.ar.reset()
+	for i, b := range readMerged(v.mem, gps, int(v.Reg.gSpan), &st, &c.ar) {
+		e := ents[i]
 		if b == nil || !v.Reg.sameG(b, e.gbuf) || le32(b[v.Reg.OffGStatus:])&v.Reg.StatusScan != 0 {
 			fresh = append(fresh, known[i])
 			continue
 		}
-		next[gps[i]] = e
-		gs, out = append(gs, e.g), append(out, e.res)
+		e.gen = c.gen
+		gs, out = append(gs, &e.g), append(out, e.res)
 	}
-	err = readLive(v, fresh, visit, &st, func(g *Goroutine, res T, gbuf []byte) {
-		c.recG[g.RecordAddr] = g.G
-		next[g.G] = &cacheEntry[T]{g: *g, res: res, gbuf: slices.Clone(gbuf)}
-		gs, out = append(gs, *g), append(out, res)
+	err = readLive(v, fresh, newVisit, &st, &c.readers, func(g *Goroutine, res T, gbuf []byte) {
+		e := &cacheEntry[T]{g: *g, res: res, gbuf: slices.Clone(gbuf), gen: c.gen}
+		c.ent[g.RecordAddr] = e
+		gs, out = append(gs, &e.g), append(out, res)
 	})
-	c.ent = next
+	for a, e := range c.ent {
+		if e.gen != c.gen {
+			delete(c.ent, a)
+		}
+	}
+	clear(ents[:cap(ents)]) // keep no entry alive
+	c.fresh, c.known, c.gps, c.gs, c.out, c.ents = fresh, known, gps, gs, out, ents[:0]
 	st.Goroutines = len(gs)
 	return gs, out, st, err
 }
 
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 
+// blockInfo is what a reader keeps of a registry block. A block's next
+// never changes once it is linked (blocks are linked at the head and never
+// unlinked), and a full block gets no more records: a Cache reads again
+// only the blocks linked since its last read and those that were not full.
+type blockInfo struct {
+	next       uint64
+	nrec, used uint32
+}
+
 // recordAddrs walks the block list (bounded as Goroutines bounds it) and
-// returns the address of every record handed out, one read per block.
-func (v *View) recordAddrs(st *LiveStats) ([]uint64, error) {
+// appends to addrs the address of every record handed out, one read per
+// block. memo, if not nil, keeps the blocks from one call to the next:
+// a call after the first reads the new blocks one by one and the blocks
+// that were not full in one vectored read.
+func (v *View) recordAddrs(st *LiveStats, memo map[uint64]blockInfo, addrs []uint64) ([]uint64, error) {
 	r := v.Reg
 	if r == nil {
 		return nil, ErrNoRegistry
@@ -200,26 +314,66 @@ func (v *View) recordAddrs(st *LiveStats) ([]uint64, error) {
 		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
 	le := binary.LittleEndian
+	check := func(b uint64, info blockInfo) error {
+		if info.used > info.nrec || info.nrec > maxBlockRecs {
+			return fmt.Errorf("registry block %#x: %d of %d records used (corrupt memory?)", b, info.used, info.nrec)
+		}
+		return nil
+	}
 	hdr := make([]byte, r.BlockHeaderSize)
+	var order []uint64
+	var open []int // indices in order of known blocks that were not full
+	var blockInfos []blockInfo
 	seen := map[uint64]bool{}
-	var addrs []uint64
 	for b, n := head, uint64(0); b != 0; n++ {
 		if n >= nblocks || n >= maxBlocks || seen[b] {
 			return addrs, fmt.Errorf("goroutine registry: block list at %#x longer than its count %d (corrupt memory?)", b, nblocks)
 		}
 		seen[b] = true
-		st.Calls++
-		if err := v.mem.ReadAt(hdr, b); err != nil {
-			return addrs, fmt.Errorf("reading registry block %#x: %v", b, err)
+		info, known := memo[b]
+		if !known {
+			st.Calls++
+			if err := v.mem.ReadAt(hdr, b); err != nil {
+				return addrs, fmt.Errorf("reading registry block %#x: %v", b, err)
+			}
+			info = blockInfo{le.Uint64(hdr[r.OffBlockNext:]), le.Uint32(hdr[r.OffBlockNrec:]), le.Uint32(hdr[r.OffBlockUsed:])}
+			if err := check(b, info); err != nil {
+				return addrs, err
+			}
+		} else if info.used < info.nrec {
+			open = append(open, len(order))
 		}
-		nrec, used := le.Uint32(hdr[r.OffBlockNrec:]), le.Uint32(hdr[r.OffBlockUsed:])
-		if used > nrec || nrec > maxBlockRecs {
-			return addrs, fmt.Errorf("registry block %#x: %d of %d records used (corrupt memory?)", b, used, nrec)
+		order, blockInfos = append(order, b), append(blockInfos, info)
+		b = info.next
+	}
+	if len(open) > 0 {
+		at := make([]uint64, len(open))
+		for i, k := range open {
+			at[i] = order[k]
 		}
-		for i := uint32(0); i < used; i++ {
-			addrs = append(addrs, b+uint64(r.BlockHeaderSize)+uint64(i)*uint64(v.H.RecordSize))
+		for i, h := range readMerged(v.mem, at, int(r.BlockHeaderSize), st, nil) {
+			b, info := at[i], &blockInfos[open[i]]
+			if h == nil {
+				return addrs, fmt.Errorf("reading registry block %#x: unreadable", b)
+			}
+			used := le.Uint32(h[r.OffBlockUsed:])
+			if used < info.used {
+				return addrs, fmt.Errorf("registry block %#x: %d records used, %d before (corrupt memory?)", b, used, info.used)
+			}
+			info.used = used
+			if err := check(b, *info); err != nil {
+				return addrs, err
+			}
 		}
-		b = le.Uint64(hdr[r.OffBlockNext:])
+	}
+	for i, b := range order {
+		info := blockInfos[i]
+		if memo != nil {
+			memo[b] = info
+		}
+		for j := uint32(0); j < info.used; j++ {
+			addrs = append(addrs, b+uint64(r.BlockHeaderSize)+uint64(j)*uint64(v.H.RecordSize))
+		}
 	}
 	return addrs, nil
 }
@@ -231,7 +385,7 @@ type liveG struct {
 	gp   uint64
 	t1   uint32
 	gbuf []byte // g fields, first read
-	g    *Goroutine
+	g    Goroutine
 	bad  bool // its wait list could not be read: read it again
 }
 
@@ -242,43 +396,109 @@ const (
 	mergeMax = 256 << 10
 )
 
+// An arena hands out the buffers of one batch's reads, and takes them all
+// back when the next batch starts: a read of many goroutines reuses the
+// same memory rather than have the kernel fault in fresh pages, batch
+// after batch, while it copies into them. What outlives a batch is parsed
+// out of its buffers, or copied (Cache). A nil arena allocates.
+type arena struct {
+	buf  []byte
+	off  int
+	outs [][]byte // readMerged's results
+	nout int
+
+	// readLiveBatch's goroutines.
+	ls   []liveG
+	live []*liveG
+	vgs  []*Goroutine
+	gps  []uint64
+	recs []uint64
+
+	// readMerged's scratch, reused from call to call.
+	idx  []int
+	runs []mergedRun
+	bufs [][]byte
+	at   []uint64
+	errs []error
+}
+
+// mergedRun is one range read for the members idx[first:end].
+type mergedRun struct {
+	lo, hi     uint64
+	first, end int
+}
+
+// alloc returns n bytes (not zeroed).
+func (a *arena) alloc(n int) []byte {
+	if a == nil {
+		return make([]byte, n)
+	}
+	if a.off+n > len(a.buf) {
+		// The old chunk stays with what was handed out of it; the new one
+		// is reused from the next batch on.
+		a.buf, a.off = make([]byte, max(2*len(a.buf), n, arenaChunk)), 0
+	}
+	b := a.buf[a.off : a.off+n : a.off+n]
+	a.off += n
+	return b
+}
+
+// results returns n nil slices.
+func (a *arena) results(n int) [][]byte {
+	if a == nil {
+		return make([][]byte, n)
+	}
+	if a.nout+n > len(a.outs) {
+		a.outs, a.nout = make([][]byte, max(2*len(a.outs), n, 4*LiveBatch)), 0
+	}
+	out := a.outs[a.nout : a.nout+n : a.nout+n]
+	a.nout += n
+	clear(out)
+	return out
+}
+
+func (a *arena) reset() { a.off, a.nout = 0, 0 }
+
+// arenaChunk is an arena's first chunk: enough for a whole batch, so that
+// the first batch does not fault in a series of growing chunks. Pages that
+// are never touched cost nothing.
+const arenaChunk = 1 << 20
+
 // readMerged reads size bytes at each of addrs, merging nearby ranges into
 // one, all in one vectored read. It returns each range's bytes (nil if
 // they could not be read).
-func readMerged(m Mem, addrs []uint64, size int, st *LiveStats) [][]byte {
-	out := make([][]byte, len(addrs))
+func readMerged(m Mem, addrs []uint64, size int, st *LiveStats, ar *arena) [][]byte {
+	out := ar.results(len(addrs))
 	if len(addrs) == 0 {
 		return out
 	}
-	idx := make([]int, len(addrs))
-	for i := range idx {
-		idx[i] = i
+	var sc arena
+	if ar != nil {
+		sc = *ar
+	}
+	idx := sc.idx[:0]
+	for i := range addrs {
+		idx = append(idx, i)
 	}
 	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(addrs[a], addrs[b]) })
-	type run struct {
-		lo, hi  uint64
-		members []int
-	}
-	var runs []run
-	for _, i := range idx {
+	runs := sc.runs[:0]
+	for k, i := range idx {
 		a := addrs[i]
 		if n := len(runs); n > 0 && a <= runs[n-1].hi+mergeGap && a+uint64(size)-runs[n-1].lo <= mergeMax && a >= runs[n-1].lo {
 			runs[n-1].hi = max(runs[n-1].hi, a+uint64(size))
-			runs[n-1].members = append(runs[n-1].members, i)
+			runs[n-1].end = k + 1
 			continue
 		}
-		runs = append(runs, run{a, a + uint64(size), []int{i}})
+		runs = append(runs, mergedRun{a, a + uint64(size), k, k + 1})
 	}
-	bufs := make([][]byte, len(runs))
-	at := make([]uint64, len(runs))
-	errs := make([]error, len(runs))
-	for k, r := range runs {
-		bufs[k], at[k] = make([]byte, r.hi-r.lo), r.lo
+	bufs, at, errs := sc.bufs[:0], sc.at[:0], sc.errs[:0]
+	for _, r := range runs {
+		bufs, at, errs = append(bufs, ar.alloc(int(r.hi-r.lo))), append(at, r.lo), append(errs, nil)
 	}
 	st.Calls++
 	readV(m, bufs, at, errs)
 	for k, r := range runs {
-		for _, i := range r.members {
+		for _, i := range idx[r.first:r.end] {
 			if errs[k] == nil {
 				out[i] = bufs[k][addrs[i]-r.lo:][:size]
 				continue
@@ -290,20 +510,24 @@ func readMerged(m Mem, addrs []uint64, size int, st *LiveStats) [][]byte {
 			}
 		}
 	}
+	if ar != nil {
+		ar.idx, ar.runs, ar.bufs, ar.at, ar.errs = idx, runs, bufs, at, errs
+	}
 	return out
 }
 
 // readLiveBatch reads the goroutines of the records at addrs (step 1 to 4
 // of ReadLive), calls keep for those read consistently, and returns the
 // records to read again.
-func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats, keep func(*Goroutine, T, []byte)) (again []uint64, err error) {
+func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats, ar *arena, keep func(*Goroutine, T, []byte)) (again []uint64, err error) {
+	ar.reset()
 	r, h := v.Reg, v.H
 	le := binary.LittleEndian
 	gsz, rsz := int(r.gSpan), int(h.RecordSize)
 
 	// 1. Each record (for its seq and g), then, separately, each g (for T1).
-	recs := readMerged(v.mem, addrs, rsz, st)
-	var ls []*liveG
+	recs := readMerged(v.mem, addrs, rsz, st, ar)
+	ls := ar.ls[:0]
 	for i, a := range addrs {
 		b := recs[i]
 		if b == nil {
@@ -317,14 +541,15 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 			again = append(again, a) // being written
 			continue
 		}
-		ls = append(ls, &liveG{rec: a, seq: seq, gp: le.Uint64(b[r.OffRecG:])})
+		ls = append(ls, liveG{rec: a, seq: seq, gp: le.Uint64(b[r.OffRecG:])})
 	}
-	gps := make([]uint64, len(ls))
-	recAddrs := make([]uint64, len(ls))
-	for i, l := range ls {
-		gps[i], recAddrs[i] = l.gp, l.rec
+	ar.ls = ls
+	gps, recAddrs := ar.gps[:0], ar.recs[:0]
+	for _, l := range ls {
+		gps, recAddrs = append(gps, l.gp), append(recAddrs, l.rec)
 	}
-	for i, b := range readMerged(v.mem, gps, gsz, st) {
+	defer func() { ar.gps, ar.recs = gps, recAddrs }()
+	for i, b := range readMerged(v.mem, gps, gsz, st, ar) {
 		if b == nil {
 			return nil, fmt.Errorf("reading g %#x: unreadable", gps[i])
 		}
@@ -332,16 +557,18 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 	}
 
 	// 2. The g fields and the records, then the wait lists.
-	gbufs := readMerged(v.mem, gps, gsz, st)
-	recs = readMerged(v.mem, recAddrs, rsz, st)
-	var live []*liveG
-	for i, l := range ls {
+	gbufs := readMerged(v.mem, gps, gsz, st, ar)
+	recs = readMerged(v.mem, recAddrs, rsz, st, ar)
+	live := ar.live[:0]
+	defer func() { ar.live = live }()
+	for i := range ls {
+		l := &ls[i]
 		if gbufs[i] == nil || recs[i] == nil {
 			return nil, fmt.Errorf("reading g %#x and its record %#x: unreadable", l.gp, l.rec)
 		}
 		l.gbuf = gbufs[i]
-		g, err := v.parseG(l.gp, l.gbuf)
-		if err != nil {
+		g := &l.g
+		if err := v.parseGInto(g, l.gp, l.gbuf); err != nil {
 			return nil, err
 		}
 		if g.Status == StatusDead || g.Status == StatusIdle {
@@ -360,16 +587,16 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 			continue
 		}
 		g.Record, g.RecordAddr = rec, l.rec
-		l.g = g
 		live = append(live, l)
 	}
-	v.readWaitLists(live, st)
+	v.readWaitLists(live, st, ar)
 
 	// 3. What the caller reads of each goroutine (its stack).
-	vgs := make([]*Goroutine, len(live))
-	for i, l := range live {
-		vgs[i] = l.g
+	vgs := ar.vgs[:0]
+	for _, l := range live {
+		vgs = append(vgs, &l.g)
 	}
+	ar.vgs = vgs
 	var res []T
 	if visit != nil && len(vgs) > 0 {
 		res = visit(vgs)
@@ -380,8 +607,8 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 	for _, l := range live {
 		gps, recAddrs = append(gps, l.gp), append(recAddrs, l.rec)
 	}
-	gbufs = readMerged(v.mem, gps, gsz, st)
-	recs = readMerged(v.mem, recAddrs, rsz, st)
+	gbufs = readMerged(v.mem, gps, gsz, st, ar)
+	recs = readMerged(v.mem, recAddrs, rsz, st, ar)
 	for i, l := range live {
 		g2, rb := gbufs[i], recs[i]
 		if l.bad || g2 == nil || rb == nil || le.Uint64(rb[h.OffRecSeq:]) != l.seq ||
@@ -393,7 +620,7 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 		if res != nil {
 			r = res[i]
 		}
-		keep(l.g, r, l.gbuf)
+		keep(&l.g, r, l.gbuf)
 	}
 	return again, nil
 }
@@ -401,24 +628,21 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 // sameG reports whether two copies of a g agree on every published field
 // but the wait start (which the GC sets on a parked goroutine).
 func (r *Registry) sameG(a, b []byte) bool {
-	for _, f := range []struct{ off, size uint32 }{
-		{r.OffGGoid, 8}, {r.OffGStatus, 4}, {r.OffGTransitions, 4}, {r.OffGWaitReason, 1},
-		{r.OffGSchedSP, 8}, {r.OffGSchedPC, 8}, {r.OffGSchedBP, 8},
-		{r.OffGSyscallSP, 8}, {r.OffGSyscallPC, 8}, {r.OffGSyscallBP, 8},
-		{r.OffGStackLo, 8}, {r.OffGStackHi, 8}, {r.OffGWaiting, 8},
-	} {
-		if string(a[f.off:f.off+f.size]) != string(b[f.off:f.off+f.size]) {
-			return false
-		}
-	}
-	return true
+	le := binary.LittleEndian
+	w := func(off uint32) bool { return le.Uint64(a[off:]) == le.Uint64(b[off:]) }
+	return le.Uint32(a[r.OffGStatus:]) == le.Uint32(b[r.OffGStatus:]) &&
+		le.Uint32(a[r.OffGTransitions:]) == le.Uint32(b[r.OffGTransitions:]) &&
+		a[r.OffGWaitReason] == b[r.OffGWaitReason] &&
+		w(r.OffGGoid) && w(r.OffGSchedSP) && w(r.OffGSchedPC) && w(r.OffGSchedBP) &&
+		w(r.OffGSyscallSP) && w(r.OffGSyscallPC) && w(r.OffGSyscallBP) &&
+		w(r.OffGStackLo) && w(r.OffGStackHi) && w(r.OffGWaiting)
 }
 
 // readWaitLists follows the sudog lists of the goroutines that wait, one
 // vectored read per list position. A list that cannot be read, or is
 // longer than a wait list can be, changed while it was read (the
 // goroutine woke): its goroutine is marked to be read again.
-func (v *View) readWaitLists(ls []*liveG, st *LiveStats) {
+func (v *View) readWaitLists(ls []*liveG, st *LiveStats, ar *arena) {
 	r := v.Reg
 	le := binary.LittleEndian
 	span := int(max(r.OffSudogWaitlink, r.OffSudogElem, r.OffSudogC, r.OffSudogIsSelect) + 8)
@@ -439,14 +663,14 @@ func (v *View) readWaitLists(ls []*liveG, st *LiveStats) {
 		for i, w := range ws {
 			at[i] = w.s
 		}
-		bufs := readMerged(v.mem, at, span, st)
+		bufs := readMerged(v.mem, at, span, st, ar)
 		next := ws[:0]
 		for i, w := range ws {
 			if bufs[i] == nil || depth >= maxWaitChains {
 				w.l.bad = true
 				continue
 			}
-			b, g := bufs[i], w.l.g
+			b, g := bufs[i], &w.l.g
 			if c := le.Uint64(b[r.OffSudogC:]); c != 0 {
 				g.WaitChans = append(g.WaitChans, c)
 				g.Select = g.Select || b[r.OffSudogIsSelect] != 0

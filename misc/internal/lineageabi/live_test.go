@@ -2,6 +2,7 @@ package lineageabi
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 )
 
@@ -39,13 +40,15 @@ func liveImage(t *testing.T) (v *View, mem *vecMem, g []byte) {
 func TestReadLive(t *testing.T) {
 	v, mem, _ := liveImage(t)
 	visits := 0
-	gs, res, st, err := ReadLive(v, func(gs []*Goroutine) []int {
-		visits++
-		out := make([]int, len(gs))
-		for i, g := range gs {
-			out[i] = int(g.Goid) * 10
+	gs, res, st, err := ReadLive(v, func() Visit[int] {
+		return func(gs []*Goroutine) []int {
+			visits++
+			out := make([]int, len(gs))
+			for i, g := range gs {
+				out[i] = int(g.Goid) * 10
+			}
+			return out
 		}
-		return out
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -90,14 +93,16 @@ func TestReadLiveRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v, _, g := liveImage(t)
 			visits := 0
-			gs, res, st, err := ReadLive(v, func(gs []*Goroutine) []int {
-				visits++
-				if visits <= tc.changes {
-					tc.change(g)
-				} else {
-					le.PutUint32(g[8:], 4) // the GC is done with it
+			gs, res, st, err := ReadLive(v, func() Visit[int] {
+				return func(gs []*Goroutine) []int {
+					visits++
+					if visits <= tc.changes {
+						tc.change(g)
+					} else {
+						le.PutUint32(g[8:], 4) // the GC is done with it
+					}
+					return make([]int, len(gs))
 				}
-				return make([]int, len(gs))
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -130,12 +135,55 @@ func TestCache(t *testing.T) {
 		if i == 2 {
 			binary.LittleEndian.PutUint32(g[12:], 7) // a park and a wake
 		}
-		gs, _, st, err := c.Read(v, visit)
+		gs, _, st, err := c.Read(v, func() Visit[int] { return visit })
 		if err != nil || len(gs) != 1 || gs[0].Goid != 5 || st.Torn != 0 {
 			t.Fatalf("read %d: %v, %d goroutines, %+v", i, err, len(gs), st)
 		}
 		if visits != want {
 			t.Errorf("read %d: %d visits, want %d", i, visits, want)
 		}
+	}
+}
+
+// TestCacheBlocks: a block that was not full is read again (its new
+// records are found); a full one is not (its records are final).
+func TestCacheBlocks(t *testing.T) {
+	v, mem, _ := liveImage(t)
+	img := mem.memMap[0x10000]
+	le := binary.LittleEndian
+	const block, g3 = 0x1000, 0x2200
+	le.PutUint32(img[block+8:], 3) // room for 3 records, 2 used
+	var c Cache[int]
+	read := func() []uint64 {
+		t.Helper()
+		gs, _, _, err := c.Read(v, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var goids []uint64
+		for _, g := range gs {
+			goids = append(goids, g.Goid)
+		}
+		slices.Sort(goids)
+		return goids
+	}
+	if got := read(); !slices.Equal(got, []uint64{5}) {
+		t.Fatalf("first read: goroutines %v, want [5]", got)
+	}
+	// A third record, for goroutine 7, fills the block.
+	rec := record(v.H, 2, 7, 0x2000, 1, []Anc{{1, 0x1000, 0}}, nil)
+	le.PutUint64(rec[104:], 0x10000+g3)
+	copy(img[block+64+2*112:], rec)
+	le.PutUint64(img[g3:], 7)
+	le.PutUint32(img[g3+8:], 4) // waiting
+	img[g3+16] = 1              // chan receive
+	le.PutUint32(img[block+12:], 3)
+	if got := read(); !slices.Equal(got, []uint64{5, 7}) {
+		t.Fatalf("after the block grew: goroutines %v, want [5 7]", got)
+	}
+	// The block is full: its header is not read again.
+	le.PutUint32(img[block+12:], 99)
+	if got := read(); !slices.Equal(got, []uint64{5, 7}) {
+		t.Fatalf("after the block filled: goroutines %v, want [5 7]", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // The registry (doc/lineage-abi.md, section "Registry"): every goroutine's
@@ -273,11 +274,20 @@ func (v *View) readG(gp uint64) (*Goroutine, error) {
 // parseG decodes a copy of the g at gp (gSpan bytes), but for what it
 // waits on.
 func (v *View) parseG(gp uint64, buf []byte) (*Goroutine, error) {
+	g := new(Goroutine)
+	if err := v.parseGInto(g, gp, buf); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// parseGInto is parseG into *g.
+func (v *View) parseGInto(g *Goroutine, gp uint64, buf []byte) error {
 	r := v.Reg
 	le := binary.LittleEndian
 	w := func(off uint32) uint64 { return le.Uint64(buf[off:]) }
 	st := le.Uint32(buf[r.OffGStatus:])
-	g := &Goroutine{G: gp, Goid: w(r.OffGGoid), Status: StatusUnknown, Scanning: st&r.StatusScan != 0,
+	*g = Goroutine{G: gp, Goid: w(r.OffGGoid), Status: StatusUnknown, Scanning: st&r.StatusScan != 0,
 		WaitSince: int64(w(r.OffGWaitSince)),
 		SchedPC:   w(r.OffGSchedPC), SchedSP: w(r.OffGSchedSP), SchedBP: w(r.OffGSchedBP),
 		SyscallPC: w(r.OffGSyscallPC), SyscallSP: w(r.OffGSyscallSP), SyscallBP: w(r.OffGSyscallBP),
@@ -288,11 +298,11 @@ func (v *View) parseG(gp uint64, buf []byte) (*Goroutine, error) {
 	if g.Status == StatusWaiting {
 		reason, err := v.waitReason(buf[r.OffGWaitReason])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		g.WaitReason = reason
 	}
-	return g, nil
+	return nil
 }
 
 // waitObject follows the g's sudog list.
@@ -325,13 +335,42 @@ func (v *View) waitObject(g *Goroutine, s uint64) error {
 	return nil
 }
 
+// A reasonCache keeps the wait reason strings read so far, for the views
+// of one process (ReadLive's readers share it). A nil cache keeps nothing.
+type reasonCache struct {
+	mu sync.Mutex
+	m  map[uint8]string
+}
+
+func (c *reasonCache) get(i uint8) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.m[i]
+	return s, ok
+}
+
+func (c *reasonCache) put(i uint8, s string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[uint8]string{}
+	}
+	c.m[i] = s
+}
+
 // waitReason reads the runtime's string for wait reason i, caching them.
 func (v *View) waitReason(i uint8) (string, error) {
 	r := v.Reg
 	if uint32(i) >= r.NWaitReasons {
 		return fmt.Sprintf("wait reason %d", i), nil
 	}
-	if s, ok := v.reasons[i]; ok {
+	if s, ok := v.reasons.get(i); ok {
 		return s, nil
 	}
 	e := r.WaitReasons + uint64(i)*uint64(r.StringSize)
@@ -350,9 +389,6 @@ func (v *View) waitReason(i uint8) (string, error) {
 	if err := v.mem.ReadAt(b, p); err != nil {
 		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
 	}
-	if v.reasons == nil {
-		v.reasons = map[uint8]string{}
-	}
-	v.reasons[i] = string(b)
+	v.reasons.put(i, string(b))
 	return string(b), nil
 }

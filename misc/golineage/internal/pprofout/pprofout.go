@@ -38,9 +38,10 @@ type Builder struct {
 	period   time.Duration
 	start    time.Time
 	samples  []Sample
-	counts   []int64        // how many times samples[i] was added
-	index    map[string]int // sampleKey -> index in samples
-	n        int            // samples added
+	counts   []int64         // how many times samples[i] was added
+	index    map[string]int  // sampleKey -> index in samples
+	shared   map[*Sample]int // AddShared's samples -> index in samples
+	n        int             // samples added
 	frames   map[frameKey][]stack.Loc
 	Comments []string
 	Title    string
@@ -67,6 +68,23 @@ func (b *Builder) Add(s Sample) {
 	b.index[k] = len(b.samples)
 	b.samples = append(b.samples, s)
 	b.counts = append(b.counts, 1)
+}
+
+// AddShared records the sample *s, which its caller adds again, unchanged,
+// whenever the same thing is sampled again (a parked goroutine's sample,
+// kept from tick to tick): it is counted by its address, and compared
+// with the other samples only the first time.
+func (b *Builder) AddShared(s *Sample) {
+	if i, ok := b.shared[s]; ok {
+		b.n++
+		b.counts[i]++
+		return
+	}
+	b.Add(*s)
+	if b.shared == nil {
+		b.shared = map[*Sample]int{}
+	}
+	b.shared[s] = b.index[sampleKey(*s)]
 }
 
 // sampleKey is what makes two samples the same in every output.

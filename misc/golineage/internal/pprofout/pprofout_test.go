@@ -36,8 +36,12 @@ func TestAggregate(t *testing.T) {
 	}
 	b.Add(Sample{Goid: 7, PCs: stk, State: "select"}) // another state
 	b.Add(Sample{Goid: 8, PCs: stk[1:]})              // another goroutine and stack
-	if b.Len() != 5 {
-		t.Errorf("Len = %d, want 5", b.Len())
+	// A sample kept from tick to tick, equal to the first: counted with it.
+	kept := parked
+	b.AddShared(&kept)
+	b.AddShared(&kept)
+	if b.Len() != 7 {
+		t.Errorf("Len = %d, want 7", b.Len())
 	}
 	p := b.Profile()
 	if len(p.Sample) != 3 {
@@ -49,12 +53,12 @@ func TestAggregate(t *testing.T) {
 		if s.Value[1] != s.Value[0]*int64(10*time.Millisecond) {
 			t.Errorf("sample %v: wall %d for %d samples", s.Label, s.Value[1], s.Value[0])
 		}
-		if st := s.Label["state"]; len(st) == 1 && st[0] == "chan receive" && s.Value[0] != 3 {
-			t.Errorf("the parked goroutine's sample counts %d, want 3", s.Value[0])
+		if st := s.Label["state"]; len(st) == 1 && st[0] == "chan receive" && s.Value[0] != 5 {
+			t.Errorf("the parked goroutine's sample counts %d, want 5", s.Value[0])
 		}
 	}
-	if total != 5 {
-		t.Errorf("pprof samples add up to %d, want 5", total)
+	if total != 7 {
+		t.Errorf("pprof samples add up to %d, want 7", total)
 	}
 	var folded bytes.Buffer
 	if err := b.WriteFolded(&folded); err != nil {
@@ -69,7 +73,7 @@ func TestAggregate(t *testing.T) {
 		}
 		sum += n
 	}
-	if sum != 5 || !strings.Contains(folded.String(), "TestAggregate 4\n") {
-		t.Errorf("folded counts add up to %d, want 5, with 4 on the full stack:\n%s", sum, folded.String())
+	if sum != 7 || !strings.Contains(folded.String(), "TestAggregate 6\n") {
+		t.Errorf("folded counts add up to %d, want 7, with 6 on the full stack:\n%s", sum, folded.String())
 	}
 }

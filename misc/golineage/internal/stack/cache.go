@@ -14,7 +14,10 @@ import (
 // there, and whether the function is a root or a signal trampoline. Each
 // answer is a pclntab or table search; the walks of thousands of goroutines
 // parked at the same places ask them of the same PCs, so the answers are
-// kept per binary (binary-relative PC), for as long as the binary is.
+// kept per binary (binary-relative PC), for as long as the binary is. A
+// small direct-mapped table in front of the maps answers a repeated
+// question with one atomic load, without the lock: a snapshot of 10,000
+// goroutines asks about 800,000 of them.
 
 // pcFacts is what a walk asks of one PC.
 type pcFacts struct {
@@ -30,7 +33,27 @@ type pcCache struct {
 	mu    sync.Mutex
 	facts map[uint64]pcFacts
 	rules map[uint64]ruleResult
+
+	factFront [frontSize]atomic.Pointer[factEntry]
+	ruleFront [frontSize]atomic.Pointer[ruleEntry]
 }
+
+// frontSize is the number of slots of each front table (a power of 2).
+const frontSize = 1 << 12
+
+// Entries of the front tables, immutable once published.
+type factEntry struct {
+	pc uint64
+	f  pcFacts
+}
+
+type ruleEntry struct {
+	pc uint64
+	r  ruleResult
+}
+
+// frontSlot is pc's slot in a front table.
+func frontSlot(pc uint64) uint64 { return (pc * 0x9E3779B97F4A7C15) >> (64 - 12) }
 
 var pcCaches sync.Map // weak.Pointer[gobin.Binary] -> *pcCache
 
@@ -70,6 +93,16 @@ func cacheOfSlow(bin *gobin.Binary) *pcCache {
 // runtime's signal restorer.
 func factsOf(bin *gobin.Binary, pc uint64) pcFacts {
 	c := cacheOf(bin)
+	slot := &c.factFront[frontSlot(pc)]
+	if e := slot.Load(); e != nil && e.pc == pc {
+		return e.f
+	}
+	f := c.factsSlow(bin, pc)
+	slot.Store(&factEntry{pc, f})
+	return f
+}
+
+func (c *pcCache) factsSlow(bin *gobin.Binary, pc uint64) pcFacts {
 	c.mu.Lock()
 	f, ok := c.facts[pc]
 	c.mu.Unlock()
@@ -90,6 +123,10 @@ func factsOf(bin *gobin.Binary, pc uint64) pcFacts {
 // ruleAt is tab.RuleAt(pc), cached.
 func ruleAt(bin *gobin.Binary, tab *sframe.Section, pc uint64) (sframe.Rule, error) {
 	c := cacheOf(bin)
+	slot := &c.ruleFront[frontSlot(pc)]
+	if e := slot.Load(); e != nil && e.pc == pc {
+		return e.r.rule, e.r.err
+	}
 	c.mu.Lock()
 	r, ok := c.rules[pc]
 	c.mu.Unlock()
@@ -99,5 +136,6 @@ func ruleAt(bin *gobin.Binary, tab *sframe.Section, pc uint64) (sframe.Rule, err
 		c.rules[pc] = r
 		c.mu.Unlock()
 	}
+	slot.Store(&ruleEntry{pc, r})
 	return r.rule, r.err
 }

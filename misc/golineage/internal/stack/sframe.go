@@ -103,12 +103,15 @@ func (w *Walk) sframeSteps(mem target.Mem, bin *gobin.Binary, tab *sframe.Sectio
 			return none, sframeDone
 		}
 		w.PCs = append(w.PCs, caller.PC)
-		if isRoot(bin, caller.PC-1-bias) {
+		f := factsOf(bin, caller.PC-1-bias)
+		if f.root {
 			return none, sframeDone
 		}
 		// caller.SP is the CFA: the caller's SP once the call returns.
-		if next, ok := signalFrame(mem, bin, bias, caller.PC, caller.SP); ok {
-			return next, sframeSignal
+		if f.signal || f.sigreturn {
+			if next, ok := signalFrame(mem, bin, bias, caller.PC, caller.SP); ok {
+				return next, sframeSignal
+			}
 		}
 		cur = caller
 	}

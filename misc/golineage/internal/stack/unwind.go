@@ -48,11 +48,20 @@ func (w Walk) IsSignal(i int) bool {
 // table has them and by the frame-pointer chain elsewhere. bias is the load bias
 // (runtime address minus link-time address) of the executable.
 func Unwind(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.Regs) Walk {
-	var w Walk
+	w := Walk{PCs: make([]uint64, 0, 32)}
+	w.Unwind(mem, bin, bias, regs)
+	return w
+}
+
+// Unwind is the function Unwind into w, reusing its slices: a caller that
+// walks many stacks and keeps few distinct results walks into one Walk
+// and copies what it keeps.
+func (w *Walk) Unwind(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.Regs) {
+	w.PCs, w.Stop, w.Signal = w.PCs[:0], "", w.Signal[:0]
 	for sigs := 0; ; sigs++ {
 		next, ok := w.walk(mem, bin, bias, regs)
 		if !ok || sigs >= maxSignalFrames {
-			return w
+			return
 		}
 		w.Signal = append(w.Signal, len(w.PCs))
 		regs = next
@@ -156,21 +165,20 @@ func (w *Walk) walk(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.
 			return none, false
 		}
 		seen[fp] = true
-		var buf [16]byte
-		if err := mem.ReadAt(buf[:], fp); err != nil {
+		next, ret, err := frameRecord(mem, fp)
+		if err != nil {
 			w.Stop = err.Error()
 			return none, false
 		}
-		next := le64(buf[:8])
-		ret := le64(buf[8:])
 		if ret == 0 {
 			return none, false
 		}
 		w.PCs = append(w.PCs, ret)
-		if isRoot(bin, ret-1-bias) {
+		f := factsOf(bin, ret-1-bias)
+		if f.root {
 			return none, false
 		}
-		if isSignalPC(bin, ret-1-bias) {
+		if f.signal {
 			// The callee's frame record is at fp; the caller's SP after the
 			// call is just above the return address (amd64), or the callee's
 			// entry SP (arm64, where the record sits at the bottom of the
@@ -200,6 +208,22 @@ func (w *Walk) walk(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.
 	return none, false
 }
 
+// frameRecord reads the frame record at fp: the saved frame pointer and
+// the return address.
+func frameRecord(mem target.Mem, fp uint64) (next, ret uint64, err error) {
+	if wm, ok := mem.(target.WordMem); ok {
+		if next, err = wm.Word(fp); err == nil {
+			ret, err = wm.Word(fp + 8)
+		}
+		return next, ret, err
+	}
+	var buf [16]byte
+	if err := mem.ReadAt(buf[:], fp); err != nil {
+		return 0, 0, err
+	}
+	return le64(buf[:8]), le64(buf[8:]), nil
+}
+
 func le64(b []byte) uint64 {
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
@@ -223,8 +247,6 @@ func isRootUncached(bin *gobin.Binary, pc uint64) bool {
 // frame begins with a return address into it (amd64).
 const sigreturn = "runtime.sigreturn__sigaction"
 
-func isSignalPC(bin *gobin.Binary, pc uint64) bool { return factsOf(bin, pc).signal }
-
 func isSignalPCUncached(bin *gobin.Binary, pc uint64) bool {
 	for _, n := range fpchain.SignalEntries {
 		if bin.FuncNameIs(pc, n) {
@@ -242,12 +264,13 @@ func isSignalPCUncached(bin *gobin.Binary, pc uint64) bool {
 func signalFrame(mem target.Mem, bin *gobin.Binary, bias, ret, callerSP uint64) (target.Regs, bool) {
 	var none target.Regs
 	rpc := ret - 1 - bias
+	f := factsOf(bin, rpc)
 	var entrySP uint64
 	switch {
-	case factsOf(bin, rpc).sigreturn:
+	case f.sigreturn:
 		// ret is the frame's pretcode itself.
 		entrySP = callerSP - 8
-	case isSignalPC(bin, rpc):
+	case f.signal:
 		f := bin.FindFunc(rpc)
 		if f == nil {
 			return none, false

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -352,7 +353,18 @@ func (s *Stopped) detachLocked() {
 }
 
 // procMem reads a live process's memory with process_vm_readv.
-type procMem struct{ pid int }
+type procMem struct {
+	pid int
+}
+
+// iovecs is ReadV's scratch, reused from call to call.
+type iovecs struct {
+	local  []unix.Iovec
+	remote []unix.RemoteIovec
+	idx    []int
+}
+
+var iovecPool = sync.Pool{New: func() any { return new(iovecs) }}
 
 func (m *procMem) ReadAt(p []byte, addr uint64) error {
 	if len(p) == 0 {
@@ -375,7 +387,7 @@ func (m *procMem) ReadAt(p []byte, addr uint64) error {
 }
 
 // ProcMem returns a reader of pid's memory (valid whether or not it is stopped).
-func ProcMem(pid int) Mem { return &procMem{pid} }
+func ProcMem(pid int) Mem { return &procMem{pid: pid} }
 
 // iovMax is the kernel's bound on the iovecs of one process_vm_readv.
 const iovMax = 1024
@@ -385,9 +397,13 @@ const iovMax = 1024
 // first one it cannot read; that one is read again alone for its error,
 // and the next call starts after it.
 func (m *procMem) ReadV(bufs [][]byte, addrs []uint64, errs []error) {
-	local := make([]unix.Iovec, 0, min(len(bufs), iovMax))
-	remote := make([]unix.RemoteIovec, 0, min(len(bufs), iovMax))
-	idx := make([]int, 0, min(len(bufs), iovMax))
+	sc := iovecPool.Get().(*iovecs)
+	local, remote, idx := sc.local, sc.remote, sc.idx
+	defer func() {
+		clear(local[:cap(local)]) // keep no buffer alive
+		sc.local, sc.remote, sc.idx = local[:0], remote[:0], idx[:0]
+		iovecPool.Put(sc)
+	}()
 	for i := 0; i < len(bufs); {
 		local, remote, idx = local[:0], remote[:0], idx[:0]
 		j := i

@@ -41,8 +41,19 @@ func (e *FaultError) Error() string {
 
 func (e *FaultError) Unwrap() error { return e.Err }
 
+// A WordMem is a Mem that reads a word without a buffer: a walk reads a
+// stack word by word, and a buffer passed through the Mem interface is a
+// heap allocation per word.
+type WordMem interface {
+	Mem
+	Word(addr uint64) (uint64, error)
+}
+
 // Word reads a little-endian 64-bit word.
 func Word(m Mem, addr uint64) (uint64, error) {
+	if wm, ok := m.(WordMem); ok {
+		return wm.Word(addr)
+	}
 	var b [8]byte
 	if err := m.ReadAt(b[:], addr); err != nil {
 		return 0, err
