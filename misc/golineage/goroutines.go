@@ -38,7 +38,8 @@ type goroutineSet struct {
 	torn int    // records that kept changing (live targets only)
 	note string // why the set is empty or partial
 
-	machine bool // the output is JSON lines: notes go to stderr
+	machine bool     // the output is JSON lines: notes go to stderr
+	json    jsonMemo // what writeJSON printed already
 
 	// The target's monotonic clock (the runtime's nanotime) and the wall
 	// clock when it was read, live targets only: wait_since is a wall time.

@@ -135,8 +135,14 @@ func checkAgainstDump(t *testing.T, who string, psJSON string, dump map[uint64]d
 		if g.CreatedBy == nil || *g.CreatedBy != d.createdBy {
 			t.Errorf("%s: goroutine %d: created by %+v, dump says %+v", who, id, g.CreatedBy, d.createdBy)
 		}
-		if !slices.Equal(g.Stack, d.frames) {
-			t.Errorf("%s: goroutine %d [%s]: stack from sched.bp\n\t%+v\ndump:\n\t%+v", who, id, d.reason, g.Stack, d.frames)
+		var stk []frameJSON
+		if len(g.Stack) > 0 {
+			if err := json.Unmarshal(g.Stack, &stk); err != nil {
+				t.Fatalf("%s: goroutine %d: stack %s: %v", who, id, g.Stack, err)
+			}
+		}
+		if !slices.Equal(stk, d.frames) {
+			t.Errorf("%s: goroutine %d [%s]: stack from sched.bp\n\t%+v\ndump:\n\t%+v", who, id, d.reason, stk, d.frames)
 		}
 		onObject := strings.HasPrefix(d.reason, "chan ") || d.reason == "select" || strings.HasPrefix(d.reason, "sync.")
 		if onObject != (g.WaitObject != "") {

@@ -38,18 +38,18 @@ type goroutineJSON struct {
 	Ancestors []ancestorJSON `json:"ancestors"`
 	// AncestorsTruncated says the runtime dropped older ancestors
 	// (GODEBUG=lineage=N keeps N).
-	AncestorsTruncated bool        `json:"ancestors_truncated,omitempty"`
-	Start              *frameJSON  `json:"start,omitempty"`
-	CreatedBy          *frameJSON  `json:"created_by,omitempty"`
-	State              string      `json:"state"`
-	WaitReason         string      `json:"wait_reason,omitempty"`
-	WaitSince          string      `json:"wait_since,omitempty"`
-	WaitObject         string      `json:"wait_object,omitempty"`
-	WaitKind           string      `json:"wait_kind,omitempty"`
-	WaitChans          []string    `json:"wait_chans,omitempty"`
-	Thread             int         `json:"thread,omitempty"`
-	Stack              []frameJSON `json:"stack,omitempty"`
-	StackEnd           string      `json:"stack_end,omitempty"`
+	AncestorsTruncated bool            `json:"ancestors_truncated,omitempty"`
+	Start              *frameJSON      `json:"start,omitempty"`
+	CreatedBy          *frameJSON      `json:"created_by,omitempty"`
+	State              string          `json:"state"`
+	WaitReason         string          `json:"wait_reason,omitempty"`
+	WaitSince          string          `json:"wait_since,omitempty"`
+	WaitObject         string          `json:"wait_object,omitempty"`
+	WaitKind           string          `json:"wait_kind,omitempty"`
+	WaitChans          []string        `json:"wait_chans,omitempty"`
+	Thread             int             `json:"thread,omitempty"`
+	Stack              json.RawMessage `json:"stack,omitempty"` // []frameJSON, encoded once per distinct stack
+	StackEnd           string          `json:"stack_end,omitempty"`
 }
 
 // jsonState maps the runtime's status to the five states of the schema.
@@ -104,8 +104,33 @@ func (g *goroutine) jsonWait(j *goroutineJSON, now, nowMono int64) {
 	}
 }
 
+// jsonMemo keeps what writeJSON prints of many goroutines alike: thousands
+// of goroutines share a start function, a go statement, or a stack (the
+// symbolizer gives goroutines parked at the same place the same frames).
+type jsonMemo struct {
+	funcs, creators map[uint64]*frameJSON
+	stacks          map[framesKey]json.RawMessage
+}
+
+type framesKey struct {
+	first *stack.Loc
+	n     int
+}
+
 // funcAt is the function at pc (a start PC), at its entry's position.
 func (s *goroutineSet) funcAt(pc uint64) *frameJSON {
+	if f, ok := s.json.funcs[pc]; ok {
+		return f
+	}
+	f := s.funcAtUncached(pc)
+	if s.json.funcs == nil {
+		s.json.funcs = map[uint64]*frameJSON{}
+	}
+	s.json.funcs[pc] = f
+	return f
+}
+
+func (s *goroutineSet) funcAtUncached(pc uint64) *frameJSON {
 	if pc == 0 {
 		return nil
 	}
@@ -122,8 +147,39 @@ func (s *goroutineSet) createdBy(gopc uint64) *frameJSON {
 	if gopc == 0 {
 		return nil
 	}
+	if f, ok := s.json.creators[gopc]; ok {
+		return f
+	}
 	l := stack.CreatedBy(s.snap.bin, s.snap.bias, stack.Ancestor{GoPC: gopc})
-	return &frameJSON{Func: stack.FuncName(l), File: l.File, Line: l.Line}
+	f := &frameJSON{Func: stack.FuncName(l), File: l.File, Line: l.Line}
+	if s.json.creators == nil {
+		s.json.creators = map[uint64]*frameJSON{}
+	}
+	s.json.creators[gopc] = f
+	return f
+}
+
+// stackJSON is the encoded dumpFrames(frames), nil if it keeps none.
+func (s *goroutineSet) stackJSON(frames []stack.Loc) (json.RawMessage, error) {
+	if len(frames) == 0 {
+		return nil, nil
+	}
+	k := framesKey{&frames[0], len(frames)}
+	if b, ok := s.json.stacks[k]; ok {
+		return b, nil
+	}
+	var b json.RawMessage
+	if d := dumpFrames(frames); len(d) > 0 {
+		var err error
+		if b, err = json.Marshal(d); err != nil {
+			return nil, err
+		}
+	}
+	if s.json.stacks == nil {
+		s.json.stacks = map[framesKey]json.RawMessage{}
+	}
+	s.json.stacks[k] = b
+	return b, nil
 }
 
 // dumpFrames keeps the frames the runtime's own traceback prints at the
@@ -189,7 +245,11 @@ func (s *goroutineSet) writeJSON(w io.Writer, stacks bool) error {
 		}
 		g.jsonWait(&j, s.wallNow, s.monoNow)
 		if stacks {
-			j.Stack, j.StackEnd = dumpFrames(g.Frames), g.Stop
+			b, err := s.stackJSON(g.Frames)
+			if err != nil {
+				return err
+			}
+			j.Stack, j.StackEnd = b, g.Stop
 		}
 		if err := enc.Encode(j); err != nil {
 			return err
