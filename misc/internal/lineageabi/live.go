@@ -207,10 +207,13 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 
 // A Cache keeps, from one read of a process to the next (a profile's
 // ticks), each goroutine's last consistent reading and visit's result,
-// by record. A goroutine whose g shows the same transition count and
-// published fields as when it was read has not run since (it cannot run
-// without a status change): its reading is reused, for the cost of a copy
-// of its g. The registry's full blocks are remembered too (blockInfo).
+// by record. A goroutine whose transition count is the same as when it
+// was read has not run since (it cannot run without a status change), so
+// its frames are the same: a stack the GC moves or shrinks keeps its
+// frames (the runtime's goroutine profile caches stacks by the same
+// count). Its reading is reused for the cost of reading that count; its
+// saved SP and stack bounds are the ones it had when read. The registry's
+// full blocks are remembered too (blockInfo).
 type Cache[T any] struct {
 	ent     map[uint64]*cacheEntry[T] // by record (a record belongs to one g for ever)
 	gen     uint64                    // reads so far: an entry not seen by the last read goes
@@ -223,13 +226,14 @@ type Cache[T any] struct {
 	gs                       []*Goroutine
 	out                      []T
 	ents                     []*cacheEntry[T]
+	at                       []uint64
 }
 
 type cacheEntry[T any] struct {
-	g    Goroutine
-	res  T
-	gbuf []byte
-	gen  uint64 // the last read that saw it
+	g   Goroutine
+	res T
+	t   uint32 // its transition count when it was read
+	gen uint64 // the last read that saw it
 }
 
 // Read is ReadLive through the cache. The goroutines it returns are the
@@ -258,18 +262,24 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 			fresh = append(fresh, a)
 		}
 	}
+	// Each known g's transition count alone.
 	c.ar.reset()
-	for i, b := range readMerged(v.mem, gps, int(v.Reg.gSpan), &st, &c.ar) {
+	at := c.at[:0]
+	for _, gp := range gps {
+		at = append(at, gp+uint64(v.Reg.OffGTransitions))
+	}
+	for i, b := range readMerged(v.mem, at, 4, &st, &c.ar) {
 		e := ents[i]
-		if b == nil || !v.Reg.sameG(b, e.gbuf) || le32(b[v.Reg.OffGStatus:])&v.Reg.StatusScan != 0 {
+		if b == nil || le32(b) != e.t {
 			fresh = append(fresh, known[i])
 			continue
 		}
 		e.gen = c.gen
 		gs, out = append(gs, &e.g), append(out, e.res)
 	}
+	c.at = at[:0]
 	err = readLive(v, fresh, newVisit, &st, &c.readers, func(g *Goroutine, res T, gbuf []byte) {
-		e := &cacheEntry[T]{g: *g, res: res, gbuf: slices.Clone(gbuf), gen: c.gen}
+		e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
 		c.ent[g.RecordAddr] = e
 		gs, out = append(gs, &e.g), append(out, res)
 	})

@@ -121,19 +121,24 @@ func TestReadLiveRetries(t *testing.T) {
 	}
 }
 
-// TestCache: a goroutine unchanged since the last read is not visited
-// again; one that changed is.
+// TestCache: a goroutine that has not run since the last read is not
+// visited again, even if the GC moved its stack (its frames are the same);
+// one that ran is.
 func TestCache(t *testing.T) {
 	v, _, g := liveImage(t)
+	le := binary.LittleEndian
 	var c Cache[int]
 	visits := 0
 	visit := func(gs []*Goroutine) []int {
 		visits++
 		return make([]int, len(gs))
 	}
-	for i, want := range []int{1, 1, 2} {
-		if i == 2 {
-			binary.LittleEndian.PutUint32(g[12:], 7) // a park and a wake
+	for i, want := range []int{1, 1, 1, 2} {
+		switch i {
+		case 2:
+			le.PutUint64(g[80:], le.Uint64(g[80:])+0x1000) // the stack moved
+		case 3:
+			le.PutUint32(g[12:], 7) // a park and a wake
 		}
 		gs, _, st, err := c.Read(v, func() Visit[int] { return visit })
 		if err != nil || len(gs) != 1 || gs[0].Goid != 5 || st.Torn != 0 {

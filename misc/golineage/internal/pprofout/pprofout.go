@@ -26,6 +26,10 @@ type Sample struct {
 	PCs     []uint64 // PCs[0] exact, the rest return addresses
 	Lineage []stack.Ancestor
 	State   string // what a goroutine not on a thread was doing (wall profiles)
+
+	// The builder that AddShared gave this sample to, and its index there.
+	owner *Builder
+	index int
 }
 
 // Builder accumulates samples. Identical samples (the same thread or
@@ -38,10 +42,9 @@ type Builder struct {
 	period   time.Duration
 	start    time.Time
 	samples  []Sample
-	counts   []int64         // how many times samples[i] was added
-	index    map[string]int  // sampleKey -> index in samples
-	shared   map[*Sample]int // AddShared's samples -> index in samples
-	n        int             // samples added
+	counts   []int64        // how many times samples[i] was added
+	index    map[string]int // sampleKey -> index in samples
+	n        int            // samples added
 	frames   map[frameKey][]stack.Loc
 	Comments []string
 	Title    string
@@ -75,16 +78,13 @@ func (b *Builder) Add(s Sample) {
 // kept from tick to tick): it is counted by its address, and compared
 // with the other samples only the first time.
 func (b *Builder) AddShared(s *Sample) {
-	if i, ok := b.shared[s]; ok {
+	if s.owner == b {
 		b.n++
-		b.counts[i]++
+		b.counts[s.index]++
 		return
 	}
 	b.Add(*s)
-	if b.shared == nil {
-		b.shared = map[*Sample]int{}
-	}
-	b.shared[s] = b.index[sampleKey(*s)]
+	s.owner, s.index = b, b.index[sampleKey(*s)]
 }
 
 // sampleKey is what makes two samples the same in every output.
