@@ -93,9 +93,9 @@ func ReadLive[T any](v *View, newVisit func() Visit[T]) ([]Goroutine, []T, LiveS
 	}
 	gs := make([]Goroutine, 0, len(addrs))
 	out := make([]T, 0, len(addrs))
-	err = readLive(v, addrs, newVisit, &st, nil, func(g *Goroutine, res T, _ []byte) {
+	err = readLive(v, addrs, newVisit, &st, nil, liveSink[T]{keep: func(g *Goroutine, res T, _ []byte) {
 		gs, out = append(gs, *g), append(out, res)
-	})
+	}})
 	st.Goroutines = len(gs)
 	return gs, out, st, err
 }
@@ -113,17 +113,32 @@ type liveReader[T any] struct {
 	err   error
 }
 
+// A liveSink takes what readLive found, one call at a time.
+type liveSink[T any] struct {
+	// keep takes a goroutine read consistently, with visit's result and
+	// the copy of its g's fields.
+	keep func(g *Goroutine, res T, gbuf []byte)
+	// free, if not nil, takes a record whose g is free (dead or idle) and
+	// the g's transition count before its status was read.
+	free func(rec, gp uint64, t uint32)
+}
+
 // readLive reads the goroutines of the records at addrs, with retries, and
-// calls keep for each one read consistently, with visit's result and the
-// copy of its g's fields, one call at a time. pool, if not nil, keeps the
-// readers (their buffers) from one read to the next; each read gives them
-// visits of its own.
-func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *LiveStats, pool *[]*liveReader[T], keep func(*Goroutine, T, []byte)) error {
+// gives each to sink. pool, if not nil, keeps the readers (their buffers)
+// from one read to the next; each read gives them visits of its own.
+func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *LiveStats, pool *[]*liveReader[T], sink liveSink[T]) error {
 	var mu sync.Mutex
-	keepLocked := func(g *Goroutine, res T, gbuf []byte) {
+	locked := liveSink[T]{keep: func(g *Goroutine, res T, gbuf []byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		keep(g, res, gbuf)
+		sink.keep(g, res, gbuf)
+	}}
+	if sink.free != nil {
+		locked.free = func(rec, gp uint64, t uint32) {
+			mu.Lock()
+			defer mu.Unlock()
+			sink.free(rec, gp, t)
+		}
 	}
 	if pool == nil {
 		pool = new([]*liveReader[T])
@@ -176,7 +191,7 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 					if b >= len(batches) {
 						return
 					}
-					again, err := readLiveBatch(v, batches[b], r.visit, &r.st, &r.ar, keepLocked)
+					again, err := readLiveBatch(v, batches[b], r.visit, &r.st, &r.ar, locked)
 					if err != nil {
 						r.err = err
 						failed.Store(true)
@@ -192,14 +207,16 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 			}
 		}
 		wg.Wait()
+		var err error
 		for _, r := range readers {
-			if r.err != nil {
-				err := r.err
-				r.err, r.again = nil, r.again[:0]
-				return err
+			if r.err != nil && err == nil {
+				err = r.err
 			}
 			addrs = append(addrs, r.again...)
-			r.again = r.again[:0]
+			r.err, r.again = nil, r.again[:0]
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -212,8 +229,10 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 // its frames are the same: a stack the GC moves or shrinks keeps its
 // frames (the runtime's goroutine profile caches stacks by the same
 // count). Its reading is reused for the cost of reading that count; its
-// saved SP and stack bounds are the ones it had when read. The registry's
-// full blocks are remembered too (blockInfo).
+// saved SP and stack bounds are the ones it had when read. A free g (dead
+// or idle) is remembered the same way, so that the g structs a program
+// keeps after a burst of goroutines are not read again tick after tick.
+// The registry's full blocks are remembered too (blockInfo).
 type Cache[T any] struct {
 	ent     map[uint64]*cacheEntry[T] // by record (a record belongs to one g for ever)
 	gen     uint64                    // reads so far: an entry not seen by the last read goes
@@ -230,10 +249,11 @@ type Cache[T any] struct {
 }
 
 type cacheEntry[T any] struct {
-	g   Goroutine
-	res T
-	t   uint32 // its transition count when it was read
-	gen uint64 // the last read that saw it
+	g    Goroutine
+	res  T
+	t    uint32 // its transition count when it was read
+	gen  uint64 // the last read that saw it
+	free bool   // the g was free (dead or idle): nothing to return
 }
 
 // Read is ReadLive through the cache. The goroutines it returns are the
@@ -275,13 +295,23 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 			continue
 		}
 		e.gen = c.gen
-		gs, out = append(gs, &e.g), append(out, e.res)
+		if !e.free {
+			gs, out = append(gs, &e.g), append(out, e.res)
+		}
 	}
 	c.at = at[:0]
-	err = readLive(v, fresh, newVisit, &st, &c.readers, func(g *Goroutine, res T, gbuf []byte) {
-		e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
-		c.ent[g.RecordAddr] = e
-		gs, out = append(gs, &e.g), append(out, res)
+	err = readLive(v, fresh, newVisit, &st, &c.readers, liveSink[T]{
+		keep: func(g *Goroutine, res T, gbuf []byte) {
+			e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
+			c.ent[g.RecordAddr] = e
+			gs, out = append(gs, &e.g), append(out, res)
+		},
+		// A free g stays free until its count changes: a program that
+		// once ran many goroutines keeps their g structs, and their
+		// records, for ever.
+		free: func(rec, gp uint64, t uint32) {
+			c.ent[rec] = &cacheEntry[T]{g: Goroutine{G: gp, RecordAddr: rec}, t: t, gen: c.gen, free: true}
+		},
 	})
 	for a, e := range c.ent {
 		if e.gen != c.gen {
@@ -529,7 +559,7 @@ func readMerged(m Mem, addrs []uint64, size int, st *LiveStats, ar *arena) [][]b
 // readLiveBatch reads the goroutines of the records at addrs (step 1 to 4
 // of ReadLive), calls keep for those read consistently, and returns the
 // records to read again.
-func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats, ar *arena, keep func(*Goroutine, T, []byte)) (again []uint64, err error) {
+func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats, ar *arena, sink liveSink[T]) (again []uint64, err error) {
 	ar.reset()
 	r, h := v.Reg, v.H
 	le := binary.LittleEndian
@@ -582,7 +612,11 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 			return nil, err
 		}
 		if g.Status == StatusDead || g.Status == StatusIdle {
-			continue // a free g; if it was reused meanwhile, the next read finds it
+			// A free g; if it was reused meanwhile, the next read finds it.
+			if sink.free != nil {
+				sink.free(l.rec, l.gp, l.t1)
+			}
+			continue
 		}
 		rb := recs[i]
 		if le.Uint64(rb[h.OffRecSeq:]) != l.seq {
@@ -630,7 +664,7 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 		if res != nil {
 			r = res[i]
 		}
-		keep(&l.g, r, l.gbuf)
+		sink.keep(&l.g, r, l.gbuf)
 	}
 	return again, nil
 }

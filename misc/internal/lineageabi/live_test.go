@@ -161,15 +161,7 @@ func TestCacheBlocks(t *testing.T) {
 	var c Cache[int]
 	read := func() []uint64 {
 		t.Helper()
-		gs, _, _, err := c.Read(v, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var goids []uint64
-		for _, g := range gs {
-			goids = append(goids, g.Goid)
-		}
-		slices.Sort(goids)
+		goids, _ := cacheRead(t, &c, v)
 		return goids
 	}
 	if got := read(); !slices.Equal(got, []uint64{5}) {
@@ -191,4 +183,47 @@ func TestCacheBlocks(t *testing.T) {
 	if got := read(); !slices.Equal(got, []uint64{5, 7}) {
 		t.Fatalf("after the block filled: goroutines %v, want [5 7]", got)
 	}
+}
+
+// TestCacheFree: a record whose g is free is not read again while the g's
+// transition count stays the same; once the g is reused, its goroutine is
+// read.
+func TestCacheFree(t *testing.T) {
+	v, mem, _ := liveImage(t)
+	img := mem.memMap[0x10000]
+	le := binary.LittleEndian
+	const g2 = 0x2100 // goroutine 6's g, dead
+	var c Cache[int]
+	var calls []int
+	for i, want := range [][]uint64{{5}, {5}, {5, 6}} {
+		if i == 2 {
+			le.PutUint32(img[g2+8:], 4)                         // waiting
+			img[g2+16] = 1                                      // chan receive
+			le.PutUint32(img[g2+12:], le.Uint32(img[g2+12:])+1) // a status change
+		}
+		goids, st := cacheRead(t, &c, v)
+		if !slices.Equal(goids, want) {
+			t.Fatalf("read %d: goroutines %v, want %v", i, goids, want)
+		}
+		calls = append(calls, st.Calls)
+	}
+	// The second read: the open block's header and the known gs' counts.
+	if calls[1] != 2 || calls[0] <= calls[1] || calls[2] <= calls[1] {
+		t.Errorf("read calls %v: want 2 for the second read, more for the first and third", calls)
+	}
+}
+
+// cacheRead reads v through c and returns the goids it found, sorted.
+func cacheRead(t *testing.T, c *Cache[int], v *View) ([]uint64, LiveStats) {
+	t.Helper()
+	gs, _, st, err := c.Read(v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goids []uint64
+	for _, g := range gs {
+		goids = append(goids, g.Goid)
+	}
+	slices.Sort(goids)
+	return goids, st
 }
