@@ -512,16 +512,18 @@ func readMerged(m Mem, addrs []uint64, size int, st *LiveStats, ar *arena) [][]b
 	if len(addrs) == 0 {
 		return out
 	}
-	var sc arena
+	var idx []int
+	var runs []mergedRun
+	var bufs [][]byte
+	var at []uint64
+	var errs []error
 	if ar != nil {
-		sc = *ar
+		idx, runs, bufs, at, errs = ar.idx[:0], ar.runs[:0], ar.bufs[:0], ar.at[:0], ar.errs[:0]
 	}
-	idx := sc.idx[:0]
 	for i := range addrs {
 		idx = append(idx, i)
 	}
 	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(addrs[a], addrs[b]) })
-	runs := sc.runs[:0]
 	for k, i := range idx {
 		a := addrs[i]
 		if n := len(runs); n > 0 && a <= runs[n-1].hi+mergeGap && a+uint64(size)-runs[n-1].lo <= mergeMax && a >= runs[n-1].lo {
@@ -531,7 +533,6 @@ func readMerged(m Mem, addrs []uint64, size int, st *LiveStats, ar *arena) [][]b
 		}
 		runs = append(runs, mergedRun{a, a + uint64(size), k, k + 1})
 	}
-	bufs, at, errs := sc.bufs[:0], sc.at[:0], sc.errs[:0]
 	for _, r := range runs {
 		bufs, at, errs = append(bufs, ar.alloc(int(r.hi-r.lo))), append(at, r.lo), append(errs, nil)
 	}

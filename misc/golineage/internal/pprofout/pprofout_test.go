@@ -2,27 +2,18 @@ package pprofout
 
 import (
 	"bytes"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin/gobintest"
 )
 
 // TestAggregate: identical samples are kept once with their count, and
 // every output weighs them by it.
 func TestAggregate(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := gobin.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bin.Close()
+	bin := gobintest.OpenSelf(t)
 	pcs := make([]uintptr, 16)
 	pcs = pcs[:runtime.Callers(1, pcs)]
 	var stk []uint64

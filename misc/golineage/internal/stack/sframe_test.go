@@ -2,7 +2,6 @@ package stack
 
 import (
 	"encoding/binary"
-	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/fpchain"
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin/gobintest"
 	"fpsafe.dev/misc/internal/sframe"
 )
 
@@ -41,15 +41,7 @@ func sframeSelf(t testing.TB) (bin *gobin.Binary, bias uint64, leaf, mid, top, g
 		t.Skip("synthetic stacks are laid out for linux/amd64")
 	}
 	outer(1)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err = gobin.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bin.Close() })
+	bin = gobintest.OpenSelf(t)
 	if Table(bin) == nil {
 		t.Skip("skipping: the test binary has no SFrame table (a linker that writes one is needed)")
 	}

@@ -3,13 +3,12 @@ package stack
 import (
 	"encoding/binary"
 	"errors"
-	"os"
 	"reflect"
 	"runtime"
 	"testing"
 
 	"fpsafe.dev/misc/golineage/internal/target"
-	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/gobin/gobintest"
 )
 
 // fakeMem is a synthetic memory image: a few regions, everything else faults.
@@ -47,15 +46,7 @@ func TestSignalFrame(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skip("signal frame layout tested on linux/amd64 only")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := gobin.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bin.Close()
+	bin := gobintest.OpenSelf(t)
 	self := bin.LookupFunc("fpsafe.dev/misc/golineage/internal/stack.interrupted")
 	if self == nil {
 		t.Fatal("interrupted not in pclntab")

@@ -1,6 +1,7 @@
-// Package gobintest damages Go executables the way issue 16's fuzzing did,
-// for the tests of the tools built on package gobin: each tool must answer
-// the same damaged file with the same one line.
+// Package gobintest serves the tests of the tools built on package gobin:
+// it opens the test binary itself, and damages Go executables the way
+// issue 16's fuzzing did (each tool must answer the same damaged file with
+// the same one line).
 package gobintest
 
 import (
@@ -8,7 +9,25 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"testing"
+
+	"fpsafe.dev/misc/internal/gobin"
 )
+
+// OpenSelf opens the running test binary; it is closed when the test ends.
+func OpenSelf(t testing.TB) *gobin.Binary {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := gobin.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bin.Close() })
+	return bin
+}
 
 // pcHeader.pclnOffset (runtime/symtab.go): the function table's offset from
 // the header, the header's eighth word after its 8-byte prefix.
