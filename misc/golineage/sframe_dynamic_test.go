@@ -213,8 +213,7 @@ func (c *sframeCounts) thread(t *testing.T, b *gobin.Binary, sec *sframe.Section
 		c.sigStop++
 		return
 	}
-	code, _ := b.Code(f)
-	inRecord := fpchain.InFrameRecord(fpchain.Frame{Arch: b.Arch, PC: regs.PC, Entry: f.Entry, Code: code})
+	inRecord := fpchain.InFrameRecord(fpchain.Frame{Arch: b.Arch, PC: regs.PC, HaveRegs: true, SPDelta: f.SPDelta(regs.PC), SP: regs.SP, FP: regs.FP})
 	switch extra, ok := fpSubchain(b, sf, fp, inRecord); {
 	case ok && extra == 0:
 		c.equal++

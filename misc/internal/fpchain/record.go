@@ -39,13 +39,18 @@ type Frame struct {
 // at the frame record of the function running there. With registers it
 // checks that the register holds the record's address, which the SP delta
 // locates; without, it decides from the code: past the instruction that
-// sets the register, and not at a return after the epilogue.
+// sets the register, not in the stack-growth block the prologue branches
+// to (laid out last, it runs before the frame exists), and not at a
+// return after the epilogue.
 func InFrameRecord(f Frame) bool {
 	if f.HaveRegs {
 		return f.SPDelta > 0 && f.FP == RecordAddr(f.Arch, f.SPDelta, f.SP)
 	}
-	setup := setupEnd(f.Arch, f.Code)
+	setup, split := prologue(f.Arch, f.Code)
 	if setup == 0 || f.PC < f.Entry+setup || f.PC-f.Entry >= uint64(len(f.Code)) {
+		return false
+	}
+	if split > setup && f.PC >= f.Entry+split {
 		return false
 	}
 	return !isRet(f.Arch, f.Code[f.PC-f.Entry:])
@@ -60,13 +65,17 @@ func RecordAddr(arch string, spd int32, sp uint64) uint64 {
 	return sp + uint64(spd) - 8
 }
 
-// setupEnd returns the offset just after the instruction that points the
+// prologue returns the offset just after the instruction that points the
 // frame-pointer register at the new record, searched in the first dozen
-// instructions; 0 if there is none.
-func setupEnd(arch string, code []byte) uint64 {
+// instructions (0 if there is none), and the offset of the stack-growth
+// block: the nearest forward target of a conditional branch before that
+// instruction, which the stack-bound check takes to call morestack (0 if
+// there is none).
+func prologue(arch string, code []byte) (setup, split uint64) {
 	for off, n := 0, 0; off < len(code) && n < 12; n++ {
 		var size int
 		var isSetup bool
+		target := int64(-1)
 		if arch == "arm64" {
 			inst, err := arm64asm.Decode(code[off:])
 			size = 4
@@ -74,22 +83,33 @@ func setupEnd(arch string, code []byte) uint64 {
 				s := inst.String()
 				// SUB $8, RSP, R29 (or ADD / MOV from SP into R29).
 				isSetup = (inst.Op == arm64asm.SUB || inst.Op == arm64asm.ADD || inst.Op == arm64asm.MOV) && strings.HasPrefix(s, inst.Op.String()+" X29, SP")
+				if _, cond := inst.Args[0].(arm64asm.Cond); cond && inst.Op == arm64asm.B {
+					if rel, ok := inst.Args[1].(arm64asm.PCRel); ok {
+						target = int64(off) + int64(rel)
+					}
+				}
 			}
 		} else {
 			inst, err := x86asm.Decode(code[off:], 64)
 			if err != nil {
-				return 0
+				return 0, 0
 			}
 			size = inst.Len
 			isSetup = inst.Op == x86asm.MOV && inst.Args[0] == x86asm.RBP && inst.Args[1] == x86asm.RSP ||
 				inst.Op == x86asm.LEA && inst.Args[0] == x86asm.RBP
+			if rel, ok := inst.Args[0].(x86asm.Rel); ok && inst.Op >= x86asm.JA && inst.Op <= x86asm.JS && inst.Op != x86asm.JMP {
+				target = int64(off+size) + int64(rel)
+			}
+		}
+		if target > int64(off) && (split == 0 || uint64(target) < split) {
+			split = uint64(target)
 		}
 		off += size
 		if isSetup {
-			return uint64(off)
+			return uint64(off), split
 		}
 	}
-	return 0
+	return 0, 0
 }
 
 // isRet reports whether the code at at returns. On amd64 no-ops before
