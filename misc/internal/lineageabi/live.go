@@ -233,12 +233,29 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 // or idle) is remembered the same way, so that the g structs a program
 // keeps after a burst of goroutines are not read again tick after tick.
 // The registry's full blocks are remembered too (blockInfo).
+//
+// When the registry hands out no record between two reads (a server's
+// steady state), the second read goes by the plan: the entries in the
+// order of their g's addresses, with each count and result side by side,
+// so that the read of every count is one sorted vectored read and the
+// comparison touches no entry of a goroutine that did not run.
 type Cache[T any] struct {
 	ent     map[uint64]*cacheEntry[T] // by record (a record belongs to one g for ever)
 	gen     uint64                    // reads so far: an entry not seen by the last read goes
 	blocks  map[uint64]blockInfo
 	readers []*liveReader[T]
 	ar      arena // the copies of the known gs, reused from read to read
+
+	// The plan: the last read's records, and an entry for each of them
+	// in g address order (complete: every record had one).
+	lastAddrs []uint64
+	complete  bool
+	plan      []*cacheEntry[T]
+	planAt    []uint64 // each entry's g transition counter address
+	planT     []uint32 // each entry's count when read
+	planRes   []T      // each entry's result (unset for a free g)
+	planFree  []bool
+	planIdx   map[uint64]int // record to plan index, for the re-read ones
 
 	// Scratch, reused from read to read.
 	addrs, fresh, known, gps []uint64
@@ -264,7 +281,7 @@ type cacheEntry[T any] struct {
 func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, LiveStats, error) {
 	var st LiveStats
 	if c.ent == nil {
-		c.ent, c.blocks = map[uint64]*cacheEntry[T]{}, map[uint64]blockInfo{}
+		c.ent, c.blocks, c.planIdx = map[uint64]*cacheEntry[T]{}, map[uint64]blockInfo{}, map[uint64]int{}
 	}
 	c.gen++
 	addrs, err := v.recordAddrs(&st, c.blocks, c.addrs[:0])
@@ -272,6 +289,64 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 	if err != nil {
 		return nil, nil, st, err
 	}
+	c.ar.reset()
+	var gs []*Goroutine
+	var out []T
+	if c.complete && slices.Equal(addrs, c.lastAddrs) {
+		gs, out, err = c.readPlanned(v, newVisit, &st)
+	} else {
+		gs, out, err = c.readAll(v, addrs, newVisit, &st)
+	}
+	c.gs, c.out = gs[:0], out[:0]
+	st.Goroutines = len(gs)
+	return gs, out, st, err
+}
+
+// readPlanned is a Read that finds the same records as the last: it reads
+// every count in plan order, and reads again only the goroutines whose
+// count changed, each into its place in the plan.
+func (c *Cache[T]) readPlanned(v *View, newVisit func() Visit[T], st *LiveStats) ([]*Goroutine, []T, error) {
+	gs, out, fresh := c.gs[:0], c.out[:0], c.fresh[:0]
+	clear(c.planIdx)
+	for i, b := range readMerged(v.mem, c.planAt, 4, st, &c.ar) {
+		if b == nil || le32(b) != c.planT[i] {
+			rec := c.plan[i].g.RecordAddr
+			fresh = append(fresh, rec)
+			c.planIdx[rec] = i
+			continue
+		}
+		if !c.planFree[i] {
+			gs, out = append(gs, &c.plan[i].g), append(out, c.planRes[i])
+		}
+	}
+	c.fresh = fresh[:0]
+	if len(fresh) == 0 {
+		return gs, out, nil
+	}
+	set := func(rec uint64, e *cacheEntry[T]) {
+		i := c.planIdx[rec]
+		c.ent[rec] = e
+		c.plan[i], c.planT[i], c.planRes[i], c.planFree[i] = e, e.t, e.res, e.free
+	}
+	err := readLive(v, fresh, newVisit, st, &c.readers, liveSink[T]{
+		keep: func(g *Goroutine, res T, gbuf []byte) {
+			e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
+			set(g.RecordAddr, e)
+			gs, out = append(gs, &e.g), append(out, res)
+		},
+		free: func(rec, gp uint64, t uint32) {
+			set(rec, &cacheEntry[T]{g: Goroutine{G: gp, RecordAddr: rec}, t: t, gen: c.gen, free: true})
+		},
+	})
+	// A goroutine that kept changing keeps its old entry: its count
+	// differs, so the next read reads it again.
+	return gs, out, err
+}
+
+// readAll is a Read that finds new records (or the first Read): it looks
+// every record up, reads the new ones and the changed ones, forgets the
+// records that are gone and makes the plan again.
+func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st *LiveStats) ([]*Goroutine, []T, error) {
 	gs, out := c.gs[:0], c.out[:0]
 	fresh, known, gps := c.fresh[:0], c.known[:0], c.gps[:0]
 	ents := c.ents[:0]
@@ -283,12 +358,11 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 		}
 	}
 	// Each known g's transition count alone.
-	c.ar.reset()
 	at := c.at[:0]
 	for _, gp := range gps {
 		at = append(at, gp+uint64(v.Reg.OffGTransitions))
 	}
-	for i, b := range readMerged(v.mem, at, 4, &st, &c.ar) {
+	for i, b := range readMerged(v.mem, at, 4, st, &c.ar) {
 		e := ents[i]
 		if b == nil || le32(b) != e.t {
 			fresh = append(fresh, known[i])
@@ -300,7 +374,7 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 		}
 	}
 	c.at = at[:0]
-	err = readLive(v, fresh, newVisit, &st, &c.readers, liveSink[T]{
+	err := readLive(v, fresh, newVisit, st, &c.readers, liveSink[T]{
 		keep: func(g *Goroutine, res T, gbuf []byte) {
 			e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
 			c.ent[g.RecordAddr] = e
@@ -319,9 +393,33 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 		}
 	}
 	clear(ents[:cap(ents)]) // keep no entry alive
-	c.fresh, c.known, c.gps, c.gs, c.out, c.ents = fresh, known, gps, gs, out, ents[:0]
-	st.Goroutines = len(gs)
-	return gs, out, st, err
+	c.fresh, c.known, c.gps, c.ents = fresh[:0], known[:0], gps[:0], ents[:0]
+	c.makePlan(v, addrs, err == nil)
+	return gs, out, err
+}
+
+// makePlan orders the entries by their g's address for the next Read.
+func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
+	clear(c.plan)
+	var zero T
+	clear(c.planRes) // keep no result alive
+	plan := c.plan[:0]
+	for _, e := range c.ent {
+		plan = append(plan, e)
+	}
+	slices.SortFunc(plan, func(a, b *cacheEntry[T]) int { return cmp.Compare(a.g.G, b.g.G) })
+	c.plan = plan
+	c.planAt, c.planT, c.planRes, c.planFree = c.planAt[:0], c.planT[:0], c.planRes[:0], c.planFree[:0]
+	for _, e := range plan {
+		res := e.res
+		if e.free {
+			res = zero
+		}
+		c.planAt = append(c.planAt, e.g.G+uint64(v.Reg.OffGTransitions))
+		c.planT, c.planRes, c.planFree = append(c.planT, e.t), append(c.planRes, res), append(c.planFree, e.free)
+	}
+	c.lastAddrs = append(c.lastAddrs[:0], addrs...)
+	c.complete = ok && len(plan) == len(addrs)
 }
 
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
@@ -483,6 +581,16 @@ func (a *arena) alloc(n int) []byte {
 	return b
 }
 
+// reserve makes the next n bytes come from one chunk: a read whose ranges
+// add up to more than the chunk's room gets a chunk big enough for all of
+// them, which the next read reuses, instead of a series of growing ones,
+// each faulted in afresh.
+func (a *arena) reserve(n int) {
+	if a != nil && a.off+n > len(a.buf) {
+		a.buf, a.off = make([]byte, max(2*len(a.buf), n, arenaChunk)), 0
+	}
+}
+
 // results returns n nil slices.
 func (a *arena) results(n int) [][]byte {
 	if a == nil {
@@ -523,7 +631,9 @@ func readMerged(m Mem, addrs []uint64, size int, st *LiveStats, ar *arena) [][]b
 	for i := range addrs {
 		idx = append(idx, i)
 	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(addrs[a], addrs[b]) })
+	if !slices.IsSorted(addrs) { // a Cache's plan is
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(addrs[a], addrs[b]) })
+	}
 	for k, i := range idx {
 		a := addrs[i]
 		if n := len(runs); n > 0 && a <= runs[n-1].hi+mergeGap && a+uint64(size)-runs[n-1].lo <= mergeMax && a >= runs[n-1].lo {
@@ -533,6 +643,11 @@ func readMerged(m Mem, addrs []uint64, size int, st *LiveStats, ar *arena) [][]b
 		}
 		runs = append(runs, mergedRun{a, a + uint64(size), k, k + 1})
 	}
+	total := 0
+	for _, r := range runs {
+		total += int(r.hi - r.lo)
+	}
+	ar.reserve(total)
 	for _, r := range runs {
 		bufs, at, errs = append(bufs, ar.alloc(int(r.hi-r.lo))), append(at, r.lo), append(errs, nil)
 	}
