@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/golden"
 )
@@ -455,6 +457,52 @@ func TestProfileWall(t *testing.T) {
 		if states[st] == 0 {
 			t.Errorf("no sample labelled state=%q (labels: %v)", st, states)
 		}
+	}
+}
+
+// TestProfileWallThreads: a wall-clock profile stops only the threads that
+// run a goroutine. The parked fixture's idle Ms are left running (fewer
+// threads stopped than listed), and the busy fixture's running workers are
+// still sampled on their threads: a goroutine on a CPU has no saved state
+// to walk, so without its thread's sample it would be missing.
+func TestProfileWallThreads(t *testing.T) {
+	stats := regexp.MustCompile(`threads stopped per sample: mean ([0-9.]+) of ([0-9.]+)`)
+	profileWall := func(pid int) (*profile.Profile, float64, float64) {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "wall.pb.gz")
+		_, stderr, code := tool(t, "profile", "-wall", "-stats", "-hz", "20", "-duration", "1s", "-o", path, strconv.Itoa(pid))
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		m := stats.FindStringSubmatch(stderr)
+		if m == nil {
+			t.Fatalf("no thread counts in -stats output:\n%s", stderr)
+		}
+		stopped, _ := strconv.ParseFloat(m[1], 64)
+		listed, _ := strconv.ParseFloat(m[2], 64)
+		return readProfile(t, path), stopped, listed
+	}
+
+	p, _, _ := startParked(t)
+	_, stopped, listed := profileWall(p.pid())
+	p.checkRunning(t)
+	// Goroutine 1 reads standard input: its M runs it (in a system call).
+	if stopped < 1 || stopped >= listed {
+		t.Errorf("parked fixture: %.1f threads stopped per sample of %.1f listed; want at least the main thread, and not the idle Ms", stopped, listed)
+	}
+
+	busy := start(t, fixture(t, "busy"))
+	prof, stopped, listed := profileWall(busy.pid())
+	busy.checkRunning(t)
+	onThread := 0
+	for _, s := range prof.Sample {
+		if len(s.NumLabel["thread"]) == 1 && len(s.NumLabel["goroutine"]) == 1 {
+			onThread += int(s.Value[0])
+		}
+	}
+	// Two Ps run workers; a tick may find a P between goroutines.
+	if ticks := 20; onThread < ticks {
+		t.Errorf("busy fixture: %d goroutine samples taken on threads in about %d ticks (%.1f threads stopped per sample of %.1f); want the running workers in most ticks", onThread, ticks, stopped, listed)
 	}
 }
 

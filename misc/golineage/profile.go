@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/golineage/internal/target"
@@ -196,10 +194,20 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 	period := time.Second / time.Duration(pf.hz)
 	deadline := time.Now().Add(pf.duration)
 	var stops []time.Duration
+	var threads threadCounts
 	start, cpu0 := time.Now(), cpuTime()
+	// The CPU time after each of the first two ticks: the first reads
+	// every goroutine, the second may fault in buffers the first did not
+	// need, and the ticks after them are the profile's steady cost.
+	var firstTicks [2]time.Duration
+	ticks := 0
 	defer func() {
 		if pf.stats || len(stops) > 0 {
 			reportStops(pf.stderr, stops)
+		}
+		if pf.stats && threads.samples > 0 {
+			fmt.Fprintf(pf.stderr, "golineage: threads stopped per sample: mean %.1f of %.1f\n",
+				float64(threads.stopped)/float64(threads.samples), float64(threads.listed)/float64(threads.samples))
 		}
 		if pf.stats {
 			// What sampling itself costs the machine (not start-up or
@@ -208,6 +216,11 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 			d, cpu := time.Since(start), cpuTime()-cpu0
 			fmt.Fprintf(pf.stderr, "golineage: sampling used %v of CPU time in %v (%.1f%% of one CPU)\n",
 				cpu.Round(time.Millisecond), d.Round(time.Millisecond), 100*cpu.Seconds()/d.Seconds())
+			if ticks > 2 {
+				rest := (cpu + cpu0 - firstTicks[1]) / time.Duration(ticks-2)
+				fmt.Fprintf(pf.stderr, "golineage: CPU time per tick: first %v, second %v, then %v\n",
+					(firstTicks[0] - cpu0).Round(10*time.Microsecond), (firstTicks[1] - firstTicks[0]).Round(10*time.Microsecond), rest.Round(10*time.Microsecond))
+			}
 		}
 	}()
 	var loopErr error
@@ -237,7 +250,7 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 				// Every thread was held for the whole window.
 				stops = append(stops, window*time.Duration(n))
 			} else {
-				samples, err = sampleEach(tr, pid, bin, bias, abi, pf.running, &stops)
+				samples, err = sampleEach(tr, pid, bin, bias, abi, pf.running, pf.wall, &stops, &threads)
 				if err == nil && pf.wall {
 					// Threads one at a time, then the parked goroutines
 					// with none stopped.
@@ -259,12 +272,19 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 			for _, s := range parked {
 				b.AddShared(s)
 			}
+			if ticks < len(firstTicks) {
+				firstTicks[ticks] = cpuTime()
+			}
+			ticks++
 			next = next.Add(period)
 			if d := time.Until(next); d > 0 {
-				// Sleep on the tracer thread itself: no handoff per sample.
-				ts := unix.NsecToTimespec(d.Nanoseconds())
-				for unix.Nanosleep(&ts, &ts) == unix.EINTR {
-				}
+				// A Go sleep, not a raw nanosleep on this thread: a
+				// thread asleep in a system call holds its P, and the
+				// runtime's monitor then wakes every 20µs to 10ms to take
+				// it back, tick after tick, which costs more CPU than the
+				// handoff back to this locked thread. Parked, the
+				// goroutine leaves every P idle and the monitor asleep.
+				time.Sleep(d)
 			} else {
 				next = time.Now() // fell behind: do not burst
 			}
@@ -277,8 +297,11 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 // time: each thread is held only while its own registers, stack and lineage
 // record are copied. The lineage header and registry are read first, with
 // the process running (regions are never freed, and each region is read
-// again, under its sequence counter, while its thread is stopped).
-func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, running bool, stops *[]time.Duration) ([]pprofout.Sample, error) {
+// again, under its sequence counter, while its thread is stopped). With
+// goroutinesOnly (a wall-clock profile, which keeps only the samples of
+// threads running a goroutine), a thread whose region says it runs none is
+// not stopped at all: the idle Ms of a busy server are most of its threads.
+func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, running, goroutinesOnly bool, stops *[]time.Duration, counts *threadCounts) ([]pprofout.Sample, error) {
 	tids, err := target.ListThreads(pid)
 	if err != nil {
 		return nil, err
@@ -290,6 +313,10 @@ func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi 
 	var out []pprofout.Sample
 	var total time.Duration
 	for _, tid := range tids {
+		if goroutinesOnly && view != nil && !view.RunsGoroutine(uint64(tid)) {
+			continue
+		}
+		counts.stopped++
 		d, err := tr.StopThreadOnThread(pid, tid, running, func(st *target.Stopped) {
 			mem := target.NewCachedMem(st.Mem)
 			snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: mem}
@@ -308,8 +335,14 @@ func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi 
 		}
 	}
 	*stops = append(*stops, total)
+	counts.samples++
+	counts.listed += len(tids)
 	return out, nil
 }
+
+// threadCounts counts, over the samples sampleEach took, the threads it
+// listed and the threads it stopped.
+type threadCounts struct{ samples, listed, stopped int }
 
 func loadViewOrNil(snap *snapshot) *lineageabi.View {
 	v, _ := loadView(snap) // a sample without lineage is still a sample
