@@ -362,7 +362,7 @@ func overheads(t tools) error {
 	return nil
 }
 
-var reProfStops = regexp.MustCompile(`golineage: (\d+ samples; .*|sampling used .*)`)
+var reProfStops = regexp.MustCompile(`golineage: (\d+ samples; .*|threads stopped per sample: .*|sampling used .*|CPU time per tick: .*)`)
 
 // overheadRun runs the target once, with golineage profile attached if
 // profile is not nil, and returns its work units per second over the
