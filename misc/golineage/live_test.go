@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +134,57 @@ func TestLiveReadChurn(t *testing.T) {
 	}
 	t.Logf("%d reads, %d goroutines re-read", reads, retried)
 	p.checkRunning(t)
+}
+
+// TestProfileWallChurn: a wall-clock profile of goroutines that keep
+// parking and waking reads the ones that changed again, tick after tick,
+// into their places in its cache's plan: every sample of a sleeping
+// goroutine holds its whole stack, and the 100 goroutines that stay parked
+// are in every tick.
+func TestProfileWallChurn(t *testing.T) {
+	exe := fixture(t, "parkwake")
+	requireABI(t, exe)
+	p := start(t, exe)
+	path := filepath.Join(t.TempDir(), "wall.pb.gz")
+	_, stderr, code := tool(t, "profile", "-wall", "-hz", "20", "-duration", "2s", "-o", path, strconv.Itoa(p.pid()))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	p.checkRunning(t)
+	deep := func(leaf, root string) []string {
+		out := []string{leaf}
+		for range 11 {
+			out = append(out, "main.deep")
+		}
+		return append(out, root)
+	}
+	want := map[string][]string{
+		"sleep":        append([]string{"time.Sleep"}, deep("main.churn.func1", "main.churn")...),
+		"chan receive": deep("main.parked.func1", "main.parked"),
+	}
+	count := map[string]int64{}
+	for _, s := range readProfile(t, path).Sample {
+		st := s.Label["state"]
+		if len(st) != 1 || want[st[0]] == nil {
+			continue
+		}
+		var funcs []string
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				if !strings.HasPrefix(ln.Function.Name, "runtime.") {
+					funcs = append(funcs, ln.Function.Name)
+				}
+			}
+		}
+		if w := want[st[0]]; len(funcs) < len(w) || !slices.Equal(funcs[:len(w)], w) {
+			t.Fatalf("a sample in state %q: stack %q, want it to start with %q", st[0], funcs, w)
+		}
+		count[st[0]] += s.Value[0]
+	}
+	if n := count["chan receive"]; n < 100*10 || n%100 != 0 {
+		t.Errorf("%d samples of the 100 parked goroutines in about 40 ticks: want all 100 in every tick", n)
+	}
+	if count["sleep"] == 0 {
+		t.Error("no sample of a sleeping goroutine")
+	}
 }
