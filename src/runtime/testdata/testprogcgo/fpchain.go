@@ -75,18 +75,23 @@ func from(names []string, fn string) []string {
 
 var fpchainRet [1]uintptr
 
-// fpchainFrame returns its own frame pointer: the address of the saved
-// frame pointer just below its saved return address. It finds that by
-// value: on amd64 the return address is above the locals (scan up from a
-// local); on arm64 the saved LR is at 0(RSP), below them (scan down; stale
-// copies left by runtime.Callers lie further down, below RSP).
+// fpchainFrame returns its caller's frame pointer and its own return
+// address, and the address of one of its locals. Both are read from its own
+// frame record while it is live: once fpchainFrame returns, its frame is
+// dead stack, below the caller's stack pointer, which an asynchronously
+// injected call (asyncPreempt, saving every register) may overwrite before
+// the caller reads it. It finds the record by the return address: on amd64
+// the return address is above the locals (scan up from a local); on arm64
+// the saved LR is at 0(RSP), below them (scan down; stale copies left by
+// runtime.Callers lie further down, below RSP). The saved frame pointer is
+// the word below the return address on both.
 //
 //go:noinline
-func fpchainFrame() (fp, here uintptr) {
+func fpchainFrame() (callerFP, ret, here uintptr) {
 	var x byte
 	here = uintptr(unsafe.Pointer(&x))
 	if runtime.Callers(2, fpchainRet[:]) != 1 {
-		return 0, here
+		return 0, 0, here
 	}
 	step := uintptr(8)
 	if runtime.GOARCH == "arm64" {
@@ -94,10 +99,10 @@ func fpchainFrame() (fp, here uintptr) {
 	}
 	for a, i := here&^7, 0; i < 512; a, i = a+step, i+1 {
 		if *(*uintptr)(unsafe.Pointer(a)) == fpchainRet[0] {
-			return a - 8, here
+			return *(*uintptr)(unsafe.Pointer(a - 8)), fpchainRet[0], here
 		}
 	}
-	return 0, here
+	return 0, 0, here
 }
 
 // fpchainCheck walks the frame-pointer chain and compares it with
@@ -105,12 +110,12 @@ func fpchainFrame() (fp, here uintptr) {
 //
 //go:noinline
 func fpchainCheck() {
-	fp, here := fpchainFrame()
-	if fp == 0 {
+	fp, ret, here := fpchainFrame()
+	if ret == 0 {
 		fpchainErrorf("%s: own frame not found", fpchainCtx)
 		return
 	}
-	var fpPCs []uintptr
+	fpPCs := []uintptr{ret}
 	prev := uintptr(0)
 	for fp != 0 {
 		// The chain stays on this goroutine's stack: near here, growing.

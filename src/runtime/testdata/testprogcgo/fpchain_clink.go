@@ -54,10 +54,10 @@ func init() {
 // Callback modes.
 const (
 	clinkCheckOnly = iota
-	clinkGrow         // check, grow the stack, check again
-	clinkRecurse      // call C again (clink_o0), which calls back
-	clinkProfile      // run the profilers' unwinders
-	clinkBlock        // block until clinkRelease is closed
+	clinkGrow      // check, grow the stack, check again
+	clinkRecurse   // call C again (clink_o0), which calls back
+	clinkProfile   // run the profilers' unwinders
+	clinkBlock     // block until clinkRelease is closed
 )
 
 // The C segments the chain must show after the callback frames of each
@@ -128,8 +128,8 @@ func clinkCName(pc uintptr) string {
 //
 //go:noinline
 func clinkCheck() {
-	fp, here := fpchainFrame()
-	if fp == 0 {
+	fp, ret, here := fpchainFrame()
+	if ret == 0 {
 		clinkErrorf("own frame not found")
 		return
 	}
@@ -138,7 +138,7 @@ func clinkCheck() {
 		name string
 		c    bool
 	}
-	var chain []entry
+	chain := []entry{{pc: ret}}
 	for fp != 0 {
 		// C frames are on the thread's stack, which may lie below the
 		// goroutine's: only alignment and length are checked here.
