@@ -414,22 +414,17 @@ func (v *View) Thread(tid uint64) (*Record, error) {
 }
 
 // RunsGoroutine reports whether thread tid may be running a goroutine: it
-// has a region, and one read of it finds the region mid-update or its cur
-// set. It is a hint, read without the consistency rule, for a sampler that
-// stops only the threads whose goroutines it samples: an M between
-// goroutines, or a thread without a region, has none to sample.
+// has a region, and the region's cur is set or cannot be read consistently.
+// It is a hint for a sampler that stops only the threads whose goroutines
+// it samples: an M between goroutines, or a thread without a region, has
+// none to sample.
 func (v *View) RunsGoroutine(tid uint64) bool {
 	r, ok := v.regions[tid]
 	if !ok {
 		return false
 	}
-	h := v.H
-	buf := make([]byte, h.RegionSize)
-	if err := v.mem.ReadAt(buf, r); err != nil {
-		return true // let the stopped read decide
-	}
-	le := binary.LittleEndian
-	return le.Uint64(buf[h.OffRegionSeq:])&1 != 0 || le.Uint64(buf[h.OffRegionCur:]) != 0
+	_, _, cur, ok, err := v.readRegion(r)
+	return err != nil || !ok || cur != 0 // unsure: let the stopped read decide
 }
 
 // Step is one step of a goroutine's lineage: goroutine Goid was created by
