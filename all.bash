@@ -9,9 +9,10 @@
 # Each step's results go to $ALLBASH_LOGS (default goroot-logs/): go test -json streams and
 # result records. misc/allbash reads them and prints the summary, whose last line is
 # "N passed, N failed": go test steps count packages, other steps their result records or
-# their exit status (misc/allbash's doc says exactly how). A tool listed in .ci/tools that is
-# not installed fails its step; ALLBASH_ALLOW_SKIP=1 lists it as skipped instead, except
-# under CI=true.
+# their exit status (misc/allbash's doc says exactly how). Before the first step, all.bash
+# installs the Debian packages of the commands .ci/tools lists that are missing (as root or
+# with password-less sudo), or stops with the command that would; ALLBASH_ALLOW_SKIP=1 goes
+# on without them and lists the steps' skips instead of failing them, except under CI=true.
 #
 # Usage: ./all.bash [STEP...]
 #   steps (default all): make check tools upstream cmdgo own stress arm64 bench callgrind release
@@ -72,16 +73,29 @@ own() {
 	return $rc
 }
 
-tools() { "$LOGS/allbash" tools -o "$ALLBASH_RECORDS" .ci/tools; }
+tools() { "$LOGS/allbash" tools -o "$ALLBASH_RECORDS" -installed "$LOGS/installed" .ci/tools; }
+
+# The summarizer and installer, built with the fork's go if there is one, else with the go
+# on PATH asking for the upstream toolchain (as ./fork does).
+if [ -x goroot/bin/go ]; then
+	buildgo=(go)
+else
+	buildgo=(env GOTOOLCHAIN="$(sed -n '1s/-.*//p' VERSION)" "$STOCK_GO")
+fi
+(cd misc && GOFLAGS=-mod=mod "${buildgo[@]}" build -o "$LOGS/allbash" ./allbash) ||
+	{ echo "all.bash: cannot build misc/allbash"; echo "0 passed, 1 failed"; exit 1; }
+
+# The packages of the commands .ci/tools lists, before the first step: installed with apt-get
+# as root or through password-less sudo; otherwise all.bash stops here with the command that
+# installs them (ALLBASH_ALLOW_SKIP=1 goes on, outside CI, and the steps list what they skip).
+"$LOGS/allbash" install -allow-skip="${ALLBASH_ALLOW_SKIP:-false}" -ci="${CI:-false}" \
+	-state "$LOGS/installed" -log "$LOGS/install.log" .ci/tools || { echo "0 passed, 1 failed"; exit 1; }
 
 makefork() { ./make.bash && ./fork tools; }
 if want make && ! step make exit makefork; then
 	echo "all.bash: make.bash failed; nothing else can run"
 	steps=()
 fi
-# The summarizer, built with the fork's go if there is one.
-(cd misc && GOFLAGS=-mod=mod go build -o "$LOGS/allbash" ./allbash) ||
-	{ echo "all.bash: cannot build misc/allbash"; echo "0 passed, 1 failed"; exit 1; }
 want check && step check exit ./fork check
 want tools && step tools results tools
 want upstream && step upstream results gotest -short -count=1 runtime runtime/pprof runtime/trace internal/trace cmd/internal/obj/... cmd/asm/... cmd/link/internal/ld

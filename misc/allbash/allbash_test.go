@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,7 +26,7 @@ func TestGolden(t *testing.T) {
 		{"fail", []string{"testdata/fail"}, 1, ""},
 		{"skip", []string{"testdata/skip"}, 1, ""},
 		{"skip-allowed", []string{"-allow-skip", "testdata/skip"}, 0, ""},
-		{"skip", []string{"-allow-skip", "-ci", "testdata/skip"}, 1, "allbash: -allow-skip is ignored under CI: a skip counts as failed (.ci/run installs the tools)\n"},
+		{"skip", []string{"-allow-skip", "-ci", "testdata/skip"}, 1, "allbash: -allow-skip is ignored under CI: a skip counts as failed (all.bash installs the tools)\n"},
 		{"repeat", []string{"testdata/repeat"}, 1, ""},
 		{"truncated", []string{"testdata/truncated"}, 1, ""},
 	} {
@@ -109,6 +112,7 @@ func TestTools(t *testing.T) {
 		{"# comment\npresent-tool pkg-a\n", "pass\ttools\t0\tpresent-tool\n"},
 		{"present-tool pkg-a\nabsent-tool pkg-b\n", "skip\ttools\t0\tnot installed: absent-tool (package pkg-b)\n"},
 	} {
+		tc.want += fmt.Sprintf("note\ttools\t0\tfound 1 of %d commands\n", strings.Count(tc.list, "pkg-"))
 		os.WriteFile(list, []byte(tc.list), 0o666)
 		out := filepath.Join(dir, "out")
 		os.Remove(out)
@@ -121,9 +125,170 @@ func TestTools(t *testing.T) {
 			t.Errorf("record %q, want %q", got, tc.want)
 		}
 	}
+	// With install's list: the note names what it installed.
+	os.WriteFile(list, []byte("present-tool pkg-a\n"), 0o666)
+	state := filepath.Join(dir, "installed")
+	for _, tc := range []struct{ state, want string }{
+		{"pkg-a\n", "all.bash installed pkg-a"},
+		{"", "all.bash installed nothing"},
+	} {
+		os.WriteFile(state, []byte(tc.state), 0o666)
+		out := filepath.Join(dir, "out")
+		os.Remove(out)
+		var stdout, stderr bytes.Buffer
+		if code := cli([]string{"tools", "-o", out, "-installed", state, list}, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit status %d: %s", code, stderr.String())
+		}
+		got, _ := os.ReadFile(out)
+		if want := "note\ttools\t0\tfound 1 of 1 commands; " + tc.want + "\n"; !strings.HasSuffix(string(got), want) {
+			t.Errorf("records %q, want them to end %q", got, want)
+		}
+	}
 	os.WriteFile(list, []byte("one two three\n"), 0o666)
 	var stdout, stderr bytes.Buffer
 	if code := cli([]string{"tools", "-o", filepath.Join(dir, "out"), list}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "want COMMAND PACKAGE") {
 		t.Errorf("malformed tool list: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestNoteInSummary: a note record counts nothing and ends its step's line
+// in the table.
+func TestNoteInSummary(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "steps"), []byte("tools\tresults\t0\t0\n"), 0o666)
+	os.WriteFile(filepath.Join(dir, "tools.records"), []byte("pass\ttools\t0\tgit gcc\nnote\ttools\t0\tfound 2 of 2 commands\n"), 0o666)
+	var stdout, stderr bytes.Buffer
+	if code := cli([]string{dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "       1       0        0  found 2 of 2 commands\n") ||
+		!strings.HasSuffix(stdout.String(), "\n1 passed, 0 failed\n") {
+		t.Errorf("summary:\n%s", stdout.String())
+	}
+}
+
+// fakeInstaller records the commands it runs; apt-get install makes the
+// tools' commands exist in bin.
+type fakeInstaller struct {
+	t       *testing.T
+	bin     string
+	ran     []string
+	sudoOK  bool
+	failAll bool
+}
+
+func (f *fakeInstaller) installer(euid int, haveApt bool) installer {
+	return installer{
+		euid: euid,
+		lookPath: func(name string) (string, error) {
+			if name == "apt-get" && !haveApt {
+				return "", fmt.Errorf("not found")
+			}
+			return "/usr/bin/" + name, nil
+		},
+		run: func(w io.Writer, name string, args ...string) error {
+			f.ran = append(f.ran, strings.Join(append([]string{name}, args...), " "))
+			if name == "sudo" && len(args) == 2 && args[1] == "true" && !f.sudoOK {
+				return fmt.Errorf("a password is required")
+			}
+			if f.failAll {
+				return fmt.Errorf("exit status 100")
+			}
+			if i := slices.Index(args, "install"); i >= 0 {
+				for _, cmd := range []string{"absent-a", "absent-b"} {
+					if err := os.WriteFile(filepath.Join(f.bin, cmd), []byte("#!/bin/sh\n"), 0o755); err != nil {
+						f.t.Fatal(err)
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func TestInstall(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "tools")
+	os.WriteFile(list, []byte("present-tool pkg-p\nabsent-a pkg-x\nabsent-b pkg-x\n"), 0o666)
+	for _, tc := range []struct {
+		name    string
+		euid    int
+		haveApt bool
+		sudoOK  bool
+		failAll bool
+		ran     []string // commands run, in order
+		err     string   // "" for success
+	}{
+		{name: "root", euid: 0, haveApt: true,
+			ran: []string{"apt-get update -qq", "apt-get install -y -qq pkg-x"}},
+		{name: "sudo", euid: 1000, haveApt: true, sudoOK: true,
+			ran: []string{"sudo -n true", "sudo -n apt-get update -qq", "sudo -n apt-get install -y -qq pkg-x"}},
+		{name: "no-sudo", euid: 1000, haveApt: true,
+			ran: []string{"sudo -n true"}, err: "not installed: absent-a absent-b; install them with: sudo apt-get install -y pkg-x"},
+		{name: "no-apt", euid: 0, err: "install them with: sudo apt-get install -y pkg-x"},
+		{name: "apt-fails", euid: 0, haveApt: true, failAll: true,
+			ran: []string{"apt-get update -qq", "apt-get install -y -qq pkg-x"}, err: "still not installed: absent-a absent-b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := t.TempDir()
+			os.WriteFile(filepath.Join(bin, "present-tool"), []byte("#!/bin/sh\n"), 0o755)
+			t.Setenv("PATH", bin)
+			f := &fakeInstaller{t: t, bin: bin, sudoOK: tc.sudoOK, failAll: tc.failAll}
+			state := filepath.Join(t.TempDir(), "installed")
+			var stdout, logw bytes.Buffer
+			err := f.installer(tc.euid, tc.haveApt).install(list, state, &stdout, &logw)
+			if !slices.Equal(f.ran, tc.ran) {
+				t.Errorf("ran %q, want %q", f.ran, tc.ran)
+			}
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("install: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("install: error %v, want one containing %q", err, tc.err)
+			case tc.err != "":
+				return
+			}
+			if want := "all.bash: installing pkg-x (for absent-a absent-b)\n"; stdout.String() != want {
+				t.Errorf("stdout %q, want %q", stdout.String(), want)
+			}
+			if got, _ := os.ReadFile(state); string(got) != "pkg-x\n" {
+				t.Errorf("installed list %q, want %q", got, "pkg-x\n")
+			}
+			// Everything is there now: nothing runs, nothing is installed.
+			f.ran = nil
+			stdout.Reset()
+			if err := f.installer(tc.euid, tc.haveApt).install(list, state, &stdout, &logw); err != nil || f.ran != nil {
+				t.Errorf("second install: %v, ran %q", err, f.ran)
+			}
+			if got, _ := os.ReadFile(state); len(got) != 0 {
+				t.Errorf("second install: installed list %q, want empty", got)
+			}
+		})
+	}
+}
+
+// TestInstallCLI: where nothing can install (no apt-get on the PATH),
+// install names the command that would and exits 1, or goes on with
+// -allow-skip outside CI.
+func TestInstallCLI(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	list := filepath.Join(t.TempDir(), "tools")
+	os.WriteFile(list, []byte("absent-tool pkg-b\n"), 0o666)
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{nil, 1, "", "allbash: not installed: absent-tool; install them with: sudo apt-get install -y pkg-b"},
+		{[]string{"-allow-skip", "-ci"}, 1, "", "install them with: sudo apt-get install -y pkg-b"},
+		{[]string{"-allow-skip"}, 0, "going on without absent-tool", ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := cli(append(append([]string{"install"}, tc.args...), list), &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) ||
+			(tc.stderr == "" && stderr.Len() > 0) || strings.Count(stderr.String(), "\n") > 1 {
+			t.Errorf("install %q: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+		}
 	}
 }

@@ -23,6 +23,7 @@ type step struct {
 	seconds int
 	results []result
 	skipped []string // tests that skipped themselves, "pkg Test: reason"
+	notes   []string // what note records say, for the step's summary line
 	logTail []string // last lines of NAME.log
 	logName string   // NAME.log's path, as given
 }
@@ -272,9 +273,13 @@ func (s *step) readRecords(name string) error {
 			continue
 		}
 		f := strings.SplitN(line, "\t", 4)
-		if len(f) != 4 || (f[0] != "pass" && f[0] != "fail" && f[0] != "skip") {
+		if len(f) != 4 || (f[0] != "pass" && f[0] != "fail" && f[0] != "skip" && f[0] != "note") {
 			s.results = append(s.results, result{name: fmt.Sprintf("%s:%d", filepath.Base(name), i+1), status: "fail",
-				note: fmt.Sprintf("malformed record %q (want pass|fail|skip, NAME, SECONDS, NOTE separated by tabs)", line)})
+				note: fmt.Sprintf("malformed record %q (want pass|fail|skip|note, NAME, SECONDS, NOTE separated by tabs)", line)})
+			continue
+		}
+		if f[0] == "note" {
+			s.notes = append(s.notes, f[3])
 			continue
 		}
 		r := result{name: f[1], status: f[0], note: f[3]}
@@ -413,7 +418,11 @@ func (sum *summary) print(w io.Writer, dir string) {
 	}
 	fmt.Fprintf(bw, "\n%-10s %-6s %6s %7s %7s %8s\n", "step", "result", "time", "passed", "failed", "skipped")
 	for _, r := range sum.rows {
-		fmt.Fprintf(bw, "%-10s %-6s %5ds %7d %7d %8d\n", r.step.name, r.verdict, r.step.seconds, r.passed, r.failed, r.skipped+len(r.step.skipped))
+		fmt.Fprintf(bw, "%-10s %-6s %5ds %7d %7d %8d", r.step.name, r.verdict, r.step.seconds, r.passed, r.failed, r.skipped+len(r.step.skipped))
+		if len(r.step.notes) > 0 {
+			fmt.Fprintf(bw, "  %s", strings.Join(r.step.notes, "; "))
+		}
+		fmt.Fprintln(bw)
 	}
 	fmt.Fprintf(bw, "(go test steps count packages, and list skipped tests; other steps count result records, or their exit status)\n")
 	fmt.Fprintf(bw, "logs: %s\n", dir)
