@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per op of benchmarks/ benchmarks, upstream go1.27.3
-# against the fork, counted by valgrind's callgrind: wall clock on a small
+# Instructions per op of benchmarks/ benchmarks, upstream (the release
+# VERSION names) against the fork, counted by valgrind's callgrind: wall clock on a small
 # shared VM cannot resolve a few percent, instruction counts can. See
 # doc/benchmarks.md. Examples:
 #   benchmarks/callgrind.bash                         # both creation shapes, 15 runs each

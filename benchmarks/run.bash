@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compare the fork's toolchain against upstream go1.27.3, side by side in
-# one run. See doc/benchmarks.md. Examples:
+# Compare the fork's toolchain against upstream (the release VERSION names),
+# side by side in one run. See doc/benchmarks.md. Examples:
 #   benchmarks/run.bash                       # every suite, 10 rounds
 #   benchmarks/run.bash -quick                # one short round (all.bash)
 #   benchmarks/run.bash -suite heap,goprof -count 20

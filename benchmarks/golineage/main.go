@@ -9,8 +9,8 @@
 //   - overhead: the throughput a busy target (2 workers counting work
 //     units, 10k parked goroutines) loses to `golineage profile -wall -hz
 //     10` (live, and -consistent) and to in-process fgprof (99 Hz, and its
-//     sampling loop at 10 Hz), the target built with upstream go1.27.3 and
-//     with the fork.
+//     sampling loop at 10 Hz), the target built with upstream (the release
+//     the fork is built from) and with the fork.
 //
 // Run from benchmarks/: go run ./golineage [-snapshot] [-overhead] ...
 package main
@@ -31,11 +31,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"fpsafe/benchmarks/internal/upstream"
 )
 
 var (
 	forkGo     = flag.String("fork", "../goroot/bin/go", "the fork's go command")
-	upstreamGo = flag.String("upstream", "", "upstream go1.27.3's go command (default: GOTOOLCHAIN=go1.27.3 go env GOROOT)")
+	upstreamGo = flag.String("upstream", "", "upstream's go command (default: the release the fork is built from, GOTOOLCHAIN=goX.Y.Z go env GOROOT)")
 	snapshot   = flag.Bool("snapshot", true, "measure golineage ps")
 	overhead   = flag.Bool("overhead", true, "measure profile -wall's cost to the target")
 	counts     = flag.String("counts", "1000,10000,100000", "parked goroutines for -snapshot")
@@ -95,13 +97,11 @@ func build(dir string) (tools, error) {
 	}
 	up := *upstreamGo
 	if up == "" {
-		cmd := exec.Command("go", "env", "GOROOT")
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=go1.27.3")
-		out, err := cmd.Output()
+		_, goroot, err := upstream.GOROOT(fork, os.Environ())
 		if err != nil {
-			return tools{}, fmt.Errorf("finding upstream go1.27.3 (-upstream): %v", err)
+			return tools{}, fmt.Errorf("%v (-upstream names it)", err)
 		}
-		up = filepath.Join(strings.TrimSpace(string(out)), "bin", "go")
+		up = filepath.Join(goroot, "bin", "go")
 	}
 	t := tools{
 		golineage:  filepath.Join(dir, "golineage"),

@@ -12,12 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
 )
-
-const upstreamVersion = "go1.27.3"
 
 // A fork is one repository and its work tree.
 type fork struct {
@@ -46,8 +45,14 @@ func newFork(top string, log io.Writer) (*fork, error) {
 
 func (f *fork) logf(format string, args ...any) { fmt.Fprintf(f.log, "fork: "+format+"\n", args...) }
 
-// upstream returns the pristine upstream GOROOT, checking its version.
+// upstream returns the pristine upstream GOROOT of the release VERSION
+// names, checking its version.
 func (f *fork) upstream() (string, error) {
+	v, err := f.readVersion()
+	if err != nil {
+		return "", err
+	}
+	upstreamVersion := upstreamOf(v)
 	up := os.Getenv("FORK_UPSTREAM")
 	if up == "" {
 		gocmd, err := exec.LookPath("go")
@@ -67,14 +72,14 @@ func (f *fork) upstream() (string, error) {
 		}
 		up = strings.TrimSpace(string(out))
 	}
-	v, err := os.ReadFile(filepath.Join(up, "VERSION"))
+	uv, err := os.ReadFile(filepath.Join(up, "VERSION"))
 	if err != nil {
 		return "", fmt.Errorf("%s is not a Go root (no VERSION): set FORK_UPSTREAM to a pristine %s GOROOT", up, upstreamVersion)
 	}
 	if _, err := os.Stat(filepath.Join(up, "src", "runtime")); err != nil {
 		return "", fmt.Errorf("%s is not a Go root (no src/runtime)", up)
 	}
-	if first, _, _ := strings.Cut(string(v), "\n"); first != upstreamVersion {
+	if first, _, _ := strings.Cut(string(uv), "\n"); first != upstreamVersion {
 		return "", fmt.Errorf("upstream %s is %s, not %s", up, first, upstreamVersion)
 	}
 	return up, nil
@@ -129,10 +134,15 @@ func (f *fork) readVersion() ([]byte, error) {
 	return v, checkVersion("VERSION", v)
 }
 
+// versionRE matches the first line of VERSION: the upstream release the fork
+// is built from (the one place the repository names it) and the fork's
+// suffix, as in goX.Y.Z-fpsafe1.
+var versionRE = regexp.MustCompile(`^go[1-9][0-9]*\.[0-9]+(\.[0-9]+)?-[0-9A-Za-z][0-9A-Za-z.]*$`)
+
 func checkVersion(name string, v []byte) error {
 	lines := strings.Split(strings.TrimSuffix(string(v), "\n"), "\n")
-	if !strings.HasPrefix(lines[0], upstreamVersion+"-") {
-		return fmt.Errorf("%s: first line must be %s-SUFFIX, not %q", name, upstreamVersion, lines[0])
+	if !versionRE.MatchString(lines[0]) {
+		return fmt.Errorf("%s: first line must be goX.Y.Z-SUFFIX (the upstream release, then the fork's suffix), not %q", name, lines[0])
 	}
 	if len(lines) > 2 || len(lines) == 2 && !strings.HasPrefix(lines[1], "time ") {
 		return fmt.Errorf("%s: only a 'time RFC3339' line may follow the version", name)
@@ -140,11 +150,22 @@ func checkVersion(name string, v []byte) error {
 	return nil
 }
 
+// upstreamOf is the upstream release a checked VERSION names.
+func upstreamOf(v []byte) string {
+	first, _, _ := strings.Cut(string(v), "\n")
+	up, _, _ := strings.Cut(first, "-")
+	return up
+}
+
 // inputsHash identifies what a layout is made of: the upstream version and every file
 // under patches/ and src/ and VERSION (path, executable bit, content).
 func (f *fork) inputsHash() (string, error) {
+	v, err := f.readVersion()
+	if err != nil {
+		return "", err
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", upstreamVersion)
+	fmt.Fprintf(h, "%s\n", upstreamOf(v))
 	var files []string
 	for _, d := range []string{"patches", "src", "VERSION"} {
 		err := filepath.WalkDir(filepath.Join(f.top, d), func(p string, de fs.DirEntry, err error) error {

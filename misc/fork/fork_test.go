@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -28,6 +29,16 @@ printf '#!/bin/sh\necho "$@" >>"$FAKE_GO"\n' >../bin/go
 chmod +x ../bin/go
 `
 
+// testUpstream is the upstream release the repository's VERSION names: the
+// tests' fake trees use it, so that no test names a release of its own.
+var testUpstream = func() string {
+	v, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		panic(err)
+	}
+	return upstreamOf(v)
+}()
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -36,10 +47,10 @@ func newEnv(t *testing.T) *env {
 	dir := t.TempDir()
 	e := &env{t: t, repo: filepath.Join(dir, "repo"), upstream: filepath.Join(dir, "up")}
 	e.work = filepath.Join(e.repo, "goroot")
-	e.write(e.repo, "VERSION", "go1.27.3-test1\n")
+	e.write(e.repo, "VERSION", testUpstream+"-test1\n")
 	e.write(e.repo, "patches/series", "# empty\n")
 	e.write(e.repo, "misc/go.mod", "module x\n")
-	e.write(e.upstream, "VERSION", "go1.27.3\ntime 2026-10-19T22:20:36Z\n")
+	e.write(e.upstream, "VERSION", testUpstream+"\ntime 2026-10-19T22:20:36Z\n")
 	e.write(e.upstream, "go.env", "GOTOOLCHAIN=auto\n")
 	e.write(e.upstream, "src/runtime/proc.go", "package runtime\n\nfunc a() {}\n\nfunc b() {}\n")
 	e.write(e.upstream, "src/runtime/asm_amd64.s", "TEXT ·a(SB),0,$0\n\tRET\n")
@@ -154,7 +165,7 @@ func TestRouting(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.work, "bin")); err == nil {
 		t.Errorf("apply copied upstream's prebuilt bin/ into the work tree")
 	}
-	if got := e.read(e.work, "VERSION"); got != "go1.27.3-test1\n" {
+	if got := e.read(e.work, "VERSION"); got != testUpstream+"-test1\n" {
 		t.Errorf("work tree VERSION = %q, want the fork's", got)
 	}
 	e.edit()
@@ -250,7 +261,7 @@ func TestExtractRemovesStaleFiles(t *testing.T) {
 	// Drop patch 2 (and with it lineage.go); patch 4 then no longer has a file to change.
 	e.git("reset", "-q", "--hard", "upstream")
 	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() {}\n")
-	e.write(e.work, "VERSION", "go1.27.3-test1\n")
+	e.write(e.work, "VERSION", testUpstream+"-test1\n")
 	e.commit("runtime: only this")
 	e.mustFork("extract")
 	if got := names(e.snapshot()); got != "VERSION\npatches/0001-runtime-only-this.patch\npatches/series" {
@@ -427,15 +438,15 @@ func TestBadSeries(t *testing.T) {
 func TestBadInputs(t *testing.T) {
 	t.Run("upstream version", func(t *testing.T) {
 		e := newEnv(t)
-		e.write(e.upstream, "VERSION", "go1.26.8\n")
-		if _, err := e.fork("apply"); err == nil || !strings.Contains(err.Error(), "go1.26.8, not go1.27.3") {
+		e.write(e.upstream, "VERSION", "go1.1\n")
+		if _, err := e.fork("apply"); err == nil || !strings.Contains(err.Error(), "go1.1, not "+testUpstream) {
 			t.Errorf("apply with a wrong upstream: %v", err)
 		}
 	})
 	t.Run("VERSION", func(t *testing.T) {
 		e := newEnv(t)
-		e.write(e.repo, "VERSION", "go1.27.3\n")
-		if _, err := e.fork("apply"); err == nil || !strings.Contains(err.Error(), "first line must be go1.27.3-SUFFIX") {
+		e.write(e.repo, "VERSION", testUpstream+"\n")
+		if _, err := e.fork("apply"); err == nil || !strings.Contains(err.Error(), "first line must be goX.Y.Z-SUFFIX") {
 			t.Errorf("apply with an unsuffixed VERSION: %v", err)
 		}
 	})
@@ -477,7 +488,7 @@ func TestCheckBuildsEachCommit(t *testing.T) {
 	}
 	e := newEnv(t)
 	os.Unsetenv("FORK_UPSTREAM")
-	up, err := (&fork{}).upstream()
+	up, err := (&fork{top: "../.."}).upstream()
 	if err != nil {
 		t.Skip("no upstream toolchain:", err)
 	}
@@ -524,4 +535,35 @@ func FuzzParseSeries(f *testing.F) {
 			t.Errorf("format is not stable")
 		}
 	})
+}
+
+// TestOnlyVERSIONNamesUpstream: the upstream release is written in VERSION
+// and derived everywhere else, so moving to a new release is one edit. Code
+// and scripts other than tests (whose example versions are data) must not
+// name it.
+func TestOnlyVERSIONNamesUpstream(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	// The release followed by something that cannot continue a version.
+	re := regexp.MustCompile(regexp.QuoteMeta(testUpstream) + `([^0-9]|$)`)
+	for _, name := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		base := filepath.Base(name)
+		switch {
+		case name == "VERSION", strings.HasSuffix(name, "_test.go"), strings.Contains(name, "/testdata/"),
+			strings.HasPrefix(name, "patches/"), strings.HasPrefix(name, "doc/"), strings.HasSuffix(base, ".md"),
+			strings.HasSuffix(base, ".golden"), strings.HasSuffix(base, ".svg"), strings.HasPrefix(base, "go."):
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("../..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if re.MatchString(line) {
+				t.Errorf("%s:%d names the upstream release %s (derive it from VERSION): %s", name, i+1, testUpstream, strings.TrimSpace(line))
+			}
+		}
+	}
 }

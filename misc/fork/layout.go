@@ -57,7 +57,7 @@ func (f *fork) layoutPlain(up string, s series, version []byte) error {
 		if len(strings.TrimSpace(string(diff))) > 0 {
 			g.stdin = diff
 			if _, err := g.run("apply", "--whitespace=nowarn", "-"); err != nil {
-				return errDoesNotApply(p.name, err)
+				return errDoesNotApply(p.name, version, err)
 			}
 		}
 	}
@@ -71,8 +71,8 @@ func errAlreadyThere(nf, patch string) error {
 	return fmt.Errorf("patches/series lists %s as a new file of %s, but upstream or an earlier patch already has it; change it with a diff, or list it under the patch that first brings it", nf, patch)
 }
 
-func errDoesNotApply(patch string, err error) error {
-	return fmt.Errorf("patches/%s does not apply to %s plus the patches before it (edited by hand? redo the change in goroot/, commit, ./fork extract): %w", patch, upstreamVersion, err)
+func errDoesNotApply(patch string, version []byte, err error) error {
+	return fmt.Errorf("patches/%s does not apply to %s plus the patches before it (edited by hand? redo the change in goroot/, commit, ./fork extract): %w", patch, upstreamOf(version), err)
 }
 
 // copyTree copies upstream's source tree, all but bin/ and pkg/, making it writable.
@@ -200,7 +200,7 @@ func writeHistory(gitDir, up string, s series, top string, version []byte) (stri
 		g.stdin = []byte(clean)
 		return g.line(args...)
 	}
-	head, err := commit("", "upstream "+upstreamVersion+"\n")
+	head, err := commit("", "upstream "+upstreamOf(version)+"\n")
 	if err != nil {
 		return "", err
 	}
@@ -220,7 +220,7 @@ func writeHistory(gitDir, up string, s series, top string, version []byte) (stri
 		if len(strings.TrimSpace(string(diff))) > 0 {
 			g.stdin = diff
 			if _, err := g.run("apply", "--cached", "--whitespace=nowarn", "-"); err != nil {
-				return "", errDoesNotApply(p.name, err)
+				return "", errDoesNotApply(p.name, version, err)
 			}
 		}
 		if head, err = commit(head, msg); err == errNoChange {

@@ -56,7 +56,7 @@ Global flag (before the verb):
   -top DIR   the repository (default: the current directory)
 
 Environment:
-  FORK_UPSTREAM  an upstream GOROOT to use instead of fetching go1.27.3 (tests use it)
+  FORK_UPSTREAM  an upstream GOROOT to use instead of fetching the release VERSION names (tests use it)
   FORK_WORK      the work tree (default: TOP/goroot)
 
 Exit codes: 0 success; 1 failure (a one-line error says what to do); 2 bad usage.

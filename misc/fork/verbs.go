@@ -200,6 +200,9 @@ func (f *fork) extract() error {
 	if err := checkVersion("goroot/VERSION", v); err != nil {
 		return err
 	}
+	if old, err := f.readVersion(); err == nil && upstreamOf(old) != upstreamOf(v) {
+		return fmt.Errorf("goroot/VERSION names upstream %s, but the series is for %s: a new upstream release needs a new layout (edit VERSION, then ./fork apply)", upstreamOf(v), upstreamOf(old))
+	}
 	changed, err := syncInto(tmp, f.top)
 	if err != nil {
 		return err

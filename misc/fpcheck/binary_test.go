@@ -38,7 +38,7 @@ func TestBinaryBadInput(t *testing.T) {
 	}
 }
 
-// TestBinaryUpstream checks that what upstream go1.27.3 leaves open is named,
+// TestBinaryUpstream checks that what upstream leaves open is named,
 // in every build mode.
 func TestBinaryUpstream(t *testing.T) {
 	up := upstreamGo(t)

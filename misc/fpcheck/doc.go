@@ -134,10 +134,10 @@
 // The tests call cli in process; only go vet -vettool runs a built fpcheck.
 // Every output format has a golden file, testdata/NAME.golden, rewritten by
 // go test -update: binary reports (text, -v, -json) and perf reports (text,
-// -json) of programs built by upstream go1.27.3 (reproducibly, so the files
+// -json) of programs built by upstream (the release VERSION names; reproducibly, so the files
 // hold on any machine), run reports over a fake program, and the
 // analyzers' diagnostics as text, JSON and go vet prints them, and sframe
-// reports (text, -json) of a program built by upstream go1.27.3 carrying a
+// reports (text, -json) of a program built by upstream carrying a
 // section that the test encodes from its pclntab (internal/sframe/
 // sframetest) with planted errors: a missing FDE, a wrong CFA, a stack root
 // not outermost, a missing signal bit, a frame pointer claimed saved after
@@ -147,7 +147,7 @@
 //
 // go test ./... in this module runs the analyzers' analysistest suites (both
 // architectures), go vet -vettool over a planted violation, binary mode over
-// programs built by this toolchain and by upstream go1.27.3 (cgo, stripped,
+// programs built by this toolchain and by upstream (cgo, stripped,
 // PIE, arm64), fpcheck run over a fake program and over the stress corpus in
 // testdata/stress (skipped, with the reason, when the toolchain's runtime
 // lacks GODEBUG=fpunwindcheck), and fpcheck perf over the stress corpus. The

@@ -14,7 +14,7 @@ func streams(code int, stdout, stderr string) string {
 	return "exit " + string(rune('0'+code)) + "\n--- stdout\n" + stdout + "--- stderr\n" + stderr
 }
 
-// reproducible builds pkg with upstream go1.27.3 so that the binary is the
+// reproducible builds pkg with upstream so that the binary is the
 // same on every machine: no cgo, no VCS stamp, no build paths.
 func reproducible(t *testing.T, pkg, name, goarch string) string {
 	return build(t, upstreamGo(t), pkg, name, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goarch}, "-trimpath", "-buildvcs=false")
@@ -38,7 +38,7 @@ func TestGoldenBinary(t *testing.T) {
 }
 
 // TestGoldenPerf checks testdata/perf-spin.script, perf script output
-// recorded from testdata/progs/spin built by upstream go1.27.3, with the
+// recorded from testdata/progs/spin built by upstream, with the
 // binary's path replaced by SPIN, plus four chains edited by hand: one cut
 // before goexit, two with an unknown address (as the leaf, and between Go
 // frames), one with a leaf in libc.

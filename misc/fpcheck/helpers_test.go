@@ -66,8 +66,9 @@ var upstream struct {
 	why   string
 }
 
-// upstreamGo returns the go command of pristine go1.27.3 from the module
-// cache (fetched through the toolchain mechanism), or skips the test.
+// upstreamGo returns the go command of the pristine upstream release the
+// repository's VERSION names, from the module cache (fetched through the
+// toolchain mechanism), or skips the test.
 func upstreamGo(t *testing.T) string {
 	goBin, why := upstreamGoBin()
 	if goBin == "" {
@@ -79,18 +80,25 @@ func upstreamGo(t *testing.T) string {
 // upstreamGoBin is upstreamGo without the skip: the go command, or "" and why.
 func upstreamGoBin() (string, string) {
 	upstream.once.Do(func() {
+		v, err := os.ReadFile("../../VERSION")
+		if err != nil {
+			upstream.why = fmt.Sprintf("no upstream release: %v", err)
+			return
+		}
+		first, _, _ := strings.Cut(string(v), "\n")
+		release, _, _ := strings.Cut(first, "-")
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, goTool(), "env", "GOROOT")
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=go1.27.3")
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+release)
 		out, err := cmd.Output()
 		if err != nil {
-			upstream.why = fmt.Sprintf("upstream go1.27.3 unavailable (GOTOOLCHAIN=go1.27.3 go env GOROOT: %v)", err)
+			upstream.why = fmt.Sprintf("upstream %s unavailable (GOTOOLCHAIN=%[1]s go env GOROOT: %v)", release, err)
 			return
 		}
 		root := strings.TrimSpace(string(out))
-		if v, err := os.ReadFile(filepath.Join(root, "VERSION")); err != nil || !strings.HasPrefix(string(v), "go1.27.3\n") && string(v) != "go1.27.3" {
-			upstream.why = "GOTOOLCHAIN=go1.27.3 did not give pristine go1.27.3 at " + root
+		if v, err := os.ReadFile(filepath.Join(root, "VERSION")); err != nil || !strings.HasPrefix(string(v), release+"\n") && string(v) != release {
+			upstream.why = fmt.Sprintf("GOTOOLCHAIN=%s did not give pristine %[1]s at %s", release, root)
 			return
 		}
 		upstream.goBin = filepath.Join(root, "bin", "go")

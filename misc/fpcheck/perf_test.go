@@ -144,7 +144,7 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// TestPerfUpstream measures upstream go1.27.3 on the same corpus: fpcheck
+// TestPerfUpstream measures upstream on the same corpus: fpcheck
 // perf must find the broken callback chains there.
 func TestPerfUpstream(t *testing.T) {
 	if testing.Short() {

@@ -222,7 +222,7 @@ func TestSFrameFake(t *testing.T) {
 }
 
 // TestGoldenSFrame checks the reports of a binary built by upstream
-// go1.27.3 (reproducibly) with a section from its pclntab and the planted
+// upstream (reproducibly) with a section from its pclntab and the planted
 // errors, as text and JSON, as text for arm64, and the detail of one
 // function (-d).
 func TestGoldenSFrame(t *testing.T) {

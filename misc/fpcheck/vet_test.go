@@ -115,7 +115,7 @@ func goVet(t *testing.T, goBin, dir string, env []string) ([]byte, error) {
 // standalone driver loads packages through go list -compiled, which does
 // assemble, so with the fork's go command it reports the assembler's
 // rejection (exit 3) and it finds the plant itself only with a go command
-// whose assembler has no such check (upstream go1.27.3, skipped when
+// whose assembler has no such check (upstream, skipped when
 // unavailable). A stack-switch plant, outside the assembler's check, is
 // found by every route with either toolchain.
 func TestVetTool(t *testing.T) {

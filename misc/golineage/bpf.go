@@ -180,7 +180,7 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf 
 
 // parseBPF reads the program's output: per sample an S line (tid, thread
 // pointer, ip, sp, bp), a W line (stack words), optional L lines (lineage
-// records, see lineageabi.ParseBpftraceLine), F lines of return addresses from
+// records, see lineageabi.ParseBpftrace), F lines of return addresses from
 // the frame-pointer walk (8 per line, 0 past the end) and an E line.
 //
 // A READY line says the probes are attached; ready (if not nil) is called.

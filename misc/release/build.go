@@ -25,7 +25,7 @@ type releaser struct {
 	cfg     config
 	ports   []port
 	log     io.Writer
-	version string // go1.27.3-fpsafe1
+	version string // VERSION's first line, goX.Y.Z-SUFFIX
 	vtime   string // RFC 3339, UTC
 	work    string
 	goroot  string
@@ -116,7 +116,7 @@ func (r *releaser) readVersion() error {
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	r.version = strings.TrimSpace(lines[0])
 	if !strings.HasPrefix(r.version, "go1.") || !strings.Contains(r.version, "-") {
-		return fmt.Errorf("VERSION: %q is not a suffixed Go version such as go1.27.3-fork1", r.version)
+		return fmt.Errorf("VERSION: %q is not a suffixed Go version such as go1.2.3-fork1", r.version)
 	}
 	for _, l := range lines[1:] {
 		if t, ok := strings.CutPrefix(strings.TrimSpace(l), "time "); ok {

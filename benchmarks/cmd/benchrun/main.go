@@ -1,5 +1,5 @@
-// Command benchrun compares the fork's toolchain against upstream go1.27.3
-// in one run: it builds each suite's test binaries once with each
+// Command benchrun compares the fork's toolchain against the upstream
+// release it is built from in one run: it builds each suite's test binaries once with each
 // toolchain, runs them interleaved (upstream, fork, ..., upstream, fork,
 // ...) for -count rounds, and writes raw output, benchstat tables, a CSV,
 // Markdown tables, an SVG chart per suite and a machine description into a
@@ -91,7 +91,7 @@ func parseFlags(args []string) (*config, error) {
 	quick := fs.Bool("quick", false, "one short round of every selected suite (count 1, benchtime 20ms); for all.bash")
 	strict := fs.Bool("strict", false, "exit non-zero if any benchmark process fails")
 	fork := fs.String("fork", "", "GOROOT of the fork (default: ../goroot next to the benchmarks module)")
-	upstream := fs.String("upstream", "", "GOROOT of upstream go1.27.3 (default: GOTOOLCHAIN=go1.27.3 go env GOROOT)")
+	upstream := fs.String("upstream", "", "GOROOT of upstream (default: the fork's release, GOTOOLCHAIN=goX.Y.Z go env GOROOT)")
 	out := fs.String("out", "", "results directory (default: results/<UTC timestamp> in the module)")
 	lineage := fs.String("lineage", "auto", "GODEBUG settings (joined by +) for the sched suite's fork+SETTINGS column with lineage creation stacks on; \"auto\": "+defaultLineage+" if the fork's runtime knows lineagestack (doc/lineage-abi.md), else none; \"off\": none")
 	fs.Var(&extra, "variant", "extra variant SUITE:SPEC, e.g. sched:fork+GOGC=off (repeatable); SPEC is TOOLCHAIN[+name=value]..., lower-case names are GODEBUG settings")

@@ -5,14 +5,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
-)
 
-// upstreamVersion is the release the fork is compared against.
-const upstreamVersion = "go1.27.3"
+	"fpsafe/benchmarks/internal/upstream"
+)
 
 type toolchain struct {
 	name    string // "upstream" or "fork"
@@ -25,32 +23,25 @@ func resolveToolchains(ctx context.Context, cfg *config) (map[string]*toolchain,
 	if err != nil {
 		return nil, err
 	}
-	up := cfg.upstrm
-	if up == "" {
-		// Any go command of 1.21 or later fetches the pinned release
-		// through the module proxy and prints its GOROOT.
-		cmd := exec.CommandContext(ctx, filepath.Join(fork.goroot, "bin", "go"), "env", "GOROOT")
-		env := cleanEnv()
-		env[len(env)-1] = "GOTOOLCHAIN=" + upstreamVersion // replaces "local"
-		cmd.Env = env
-		cmd.Stderr = os.Stderr
-		outb, err := cmd.Output()
-		if err != nil {
-			return nil, fmt.Errorf("finding upstream %s (GOTOOLCHAIN=%s go env GOROOT): %v; pass -upstream", upstreamVersion, upstreamVersion, err)
-		}
-		up = strings.TrimSpace(string(outb))
+	// The release the fork is built from, and its GOROOT unless given.
+	upstreamVersion, up, err := upstream.GOROOT(filepath.Join(fork.goroot, "bin", "go"), cleanEnv())
+	if cfg.upstrm != "" {
+		up, err = cfg.upstrm, nil
 	}
-	upstream, err := checkToolchain(ctx, "upstream", up)
+	if err != nil {
+		return nil, fmt.Errorf("%v; pass -upstream", err)
+	}
+	uptc, err := checkToolchain(ctx, "upstream", up)
 	if err != nil {
 		return nil, err
 	}
-	if !strings.HasPrefix(upstream.version, "go version "+upstreamVersion+" ") {
-		fmt.Fprintf(os.Stderr, "benchrun: warning: upstream toolchain is %q, not %s\n", upstream.version, upstreamVersion)
+	if upstreamVersion != "" && !strings.HasPrefix(uptc.version, "go version "+upstreamVersion+" ") {
+		fmt.Fprintf(os.Stderr, "benchrun: warning: upstream toolchain is %q, not %s\n", uptc.version, upstreamVersion)
 	}
-	if fork.goroot == upstream.goroot {
+	if fork.goroot == uptc.goroot {
 		return nil, fmt.Errorf("-fork and -upstream are the same GOROOT %s", fork.goroot)
 	}
-	return map[string]*toolchain{"fork": fork, "upstream": upstream}, nil
+	return map[string]*toolchain{"fork": fork, "upstream": uptc}, nil
 }
 
 func checkToolchain(ctx context.Context, name, goroot string) (*toolchain, error) {

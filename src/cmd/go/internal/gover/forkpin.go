@@ -4,11 +4,11 @@
 
 package gover
 
-// A toolchain built with a version suffix (go1.27.3-fpsafe1, say) is a fork
+// A toolchain built with a version suffix (go1.2.3-fpsafe1, say) is a fork
 // of a release, and its $GOROOT/go.env pins GOTOOLCHAIN=local so that a go.mod
 // asking for a newer Go cannot silently replace it with an upstream toolchain
 // that lacks the fork's changes. Without a word about that pin, the resulting
-// TooNewError ("running go 1.27.3; GOTOOLCHAIN=local") reads like a setting
+// TooNewError ("running go 1.2.3; GOTOOLCHAIN=local") reads like a setting
 // the user made and names neither the fork nor a way out. forkPinNote adds
 // both, on the same line, and stays silent for upstream toolchains and for a
 // GOTOOLCHAIN the user chose.
