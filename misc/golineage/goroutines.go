@@ -38,8 +38,9 @@ type goroutineSet struct {
 	torn int    // records that kept changing (live targets only)
 	note string // why the set is empty or partial
 
-	machine bool     // the output is JSON lines: notes go to stderr
-	json    jsonMemo // what writeJSON printed already
+	machine bool        // the output is JSON lines: notes go to stderr
+	json    jsonMemo    // what writeJSON printed already
+	names   *startNamer // goroutine names by start PC
 
 	// The target's monotonic clock (the runtime's nanotime) and the wall
 	// clock when it was read, live targets only: wait_since is a wall time.
@@ -129,7 +130,9 @@ func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, e
 	if err != nil {
 		return nil, err
 	}
-	return newGoroutineSet(snap, view.Note, gs, nil, threads, torn), nil
+	set := newGoroutineSet(snap, view.Note, gs, nil, threads, torn)
+	set.nameStarts() // now: the executable is closed once the snapshot is
+	return set, nil
 }
 
 // elideWrappers drops compiler-generated wrappers (go statement and method
@@ -219,18 +222,6 @@ func (g *goroutine) userFrame() (stack.Loc, bool) {
 		return l, true
 	}
 	return stack.Loc{}, false
-}
-
-// startFunc is the goroutine's function, from its record.
-func (s *goroutineSet) startFunc(g *goroutine) string {
-	if g.Record == nil || g.Record.StartPC == 0 {
-		return "?"
-	}
-	locs := stack.Symbolize(s.snap.bin, s.snap.bias, []uint64{g.Record.StartPC}, false)
-	if len(locs) == 0 {
-		return "?"
-	}
-	return stack.FuncName(locs[len(locs)-1])
 }
 
 // createdAt is where the goroutine was created, "" for the runtime's own.
@@ -391,11 +382,7 @@ func (s *goroutineSet) writeTree(w io.Writer) {
 		if g, ok := live[id]; ok {
 			return s.startFunc(g)
 		}
-		a := exited[id]
-		if locs := stack.Symbolize(s.snap.bin, s.snap.bias, []uint64{a.StartPC}, false); len(locs) > 0 && a.StartPC != 0 {
-			return stack.FuncName(locs[len(locs)-1])
-		}
-		return "?"
+		return s.ancestorFunc(exited[id].StartPC)
 	}
 	state := func(id uint64) string {
 		if g, ok := live[id]; ok {

@@ -402,7 +402,7 @@ func TestGDBPs(t *testing.T) {
 		t.Errorf("gdb golineage-ps:\n%s\ngolineage ps:\n%s", gdbOut, out)
 	}
 	tree := runGDBCommand(t, "golineage-tree", "-p", strconv.Itoa(p.pid()))
-	if !regexp.MustCompile(`\n  goroutine \d+ \[chan receive\] main.main.gowrap1\n    goroutine \d+ \[chan receive\] main.chain.gowrap1\n      goroutine \d+ \[chan receive\] main.chain.gowrap1\n`).MatchString(tree) {
+	if !regexp.MustCompile(`\n  goroutine \d+ \[chan receive\] main.chain\n    goroutine \d+ \[chan receive\] main.chain\n      goroutine \d+ \[chan receive\] main.chain\n`).MatchString(tree) {
 		t.Errorf("gdb golineage-tree lacks the chain:\n%s", tree)
 	}
 	for _, want := range []string{"\n  x3 main.worker [chan receive]\n", "\n  x2 main.locker [sync.Mutex.Lock]\n"} {

@@ -50,7 +50,7 @@ const usage = `usage:
 	golineage waits PID | --core CORE EXE
 	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf]
 	                  [-native] [-running] [-consistent] [-wall] [-stats] PID
-	golineage symbolize [-bias N] EXE < "PC [pc|ret|created]" lines
+	golineage symbolize [-bias N] EXE < "PC [pc|ret|created|start]" lines
 	golineage unwind [-bias N] EXE   (memory served over stdin/stdout; for the gdb extension)
 	golineage help
 

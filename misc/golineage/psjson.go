@@ -26,9 +26,12 @@ type frameJSON struct {
 
 // ancestorJSON is one of a goroutine's creators, parent first.
 type ancestorJSON struct {
-	Goid      uint64     `json:"goid"`
-	Start     *frameJSON `json:"start,omitempty"`
-	CreatedBy *frameJSON `json:"created_by,omitempty"`
+	Goid  uint64     `json:"goid"`
+	Start *frameJSON `json:"start,omitempty"`
+	// StartWrapper is the compiler's wrapper the goroutine started in,
+	// when Start is the function it calls.
+	StartWrapper *frameJSON `json:"start_wrapper,omitempty"`
+	CreatedBy    *frameJSON `json:"created_by,omitempty"`
 }
 
 // goroutineJSON is one goroutine of ps -json.
@@ -40,6 +43,7 @@ type goroutineJSON struct {
 	// (GODEBUG=lineage=N keeps N).
 	AncestorsTruncated bool            `json:"ancestors_truncated,omitempty"`
 	Start              *frameJSON      `json:"start,omitempty"`
+	StartWrapper       *frameJSON      `json:"start_wrapper,omitempty"`
 	CreatedBy          *frameJSON      `json:"created_by,omitempty"`
 	State              string          `json:"state"`
 	WaitReason         string          `json:"wait_reason,omitempty"`
@@ -108,8 +112,8 @@ func (g *goroutine) jsonWait(j *goroutineJSON, now, nowMono int64) {
 // of goroutines share a start function, a go statement, or a stack (the
 // symbolizer gives goroutines parked at the same place the same frames).
 type jsonMemo struct {
-	funcs, creators map[uint64]*frameJSON
-	stacks          map[framesKey]json.RawMessage
+	creators map[uint64]*frameJSON
+	stacks   map[framesKey]json.RawMessage
 }
 
 type framesKey struct {
@@ -117,29 +121,14 @@ type framesKey struct {
 	n     int
 }
 
-// funcAt is the function at pc (a start PC), at its entry's position.
-func (s *goroutineSet) funcAt(pc uint64) *frameJSON {
-	if f, ok := s.json.funcs[pc]; ok {
-		return f
+// start is the function at a start PC, and the wrapper it starts in if
+// any (names.go).
+func (s *goroutineSet) start(pc uint64) (fn, wrapper *frameJSON) {
+	sn := s.startName(pc)
+	if sn == nil {
+		return nil, nil
 	}
-	f := s.funcAtUncached(pc)
-	if s.json.funcs == nil {
-		s.json.funcs = map[uint64]*frameJSON{}
-	}
-	s.json.funcs[pc] = f
-	return f
-}
-
-func (s *goroutineSet) funcAtUncached(pc uint64) *frameJSON {
-	if pc == 0 {
-		return nil
-	}
-	f := s.snap.bin.FindFunc(pc - s.snap.bias)
-	if f == nil {
-		return &frameJSON{Func: fmt.Sprintf("?? pc=%#x", pc)}
-	}
-	file, line := f.FileLine(f.Entry)
-	return &frameJSON{Func: stack.FuncName(stack.Loc{Func: f.Name}), File: file, Line: line}
+	return &sn.fn, sn.wrapper
 }
 
 // createdBy is the go statement at gopc, nil for none.
@@ -231,13 +220,14 @@ func (s *goroutineSet) writeJSON(w io.Writer, stacks bool) error {
 	for i := range s.gs {
 		g := &s.gs[i]
 		j := goroutineJSON{Goid: g.Goid, Parent: g.Record.ParentGoid, Ancestors: []ancestorJSON{},
-			AncestorsTruncated: g.Record.Truncated(), State: g.jsonState(), Thread: g.TID,
-			Start: s.funcAt(g.Record.StartPC)}
+			AncestorsTruncated: g.Record.Truncated(), State: g.jsonState(), Thread: g.TID}
+		j.Start, j.StartWrapper = s.start(g.Record.StartPC)
 		if lin := g.lineage(); len(lin) > 0 {
 			j.CreatedBy = s.createdBy(lin[0].GoPC)
 		}
 		for _, a := range g.Record.Anc {
-			anc := ancestorJSON{Goid: a.Goid, Start: s.funcAt(a.StartPC)}
+			anc := ancestorJSON{Goid: a.Goid}
+			anc.Start, anc.StartWrapper = s.start(a.StartPC)
 			if a.Goid != 1 { // the runtime prints no creator for goroutine 1
 				anc.CreatedBy = s.createdBy(a.GoPC)
 			}

@@ -38,8 +38,10 @@ func exeArgs(cmd string, args []string) (*gobin.Binary, uint64, error) {
 
 // cmdSymbolize resolves PCs through EXE's pclntab for tools that have no Go
 // symbolizer of their own (the gdb extension on stripped binaries). Each
-// input line is "PC [pc|ret|created]" (hex or decimal; default pc): an exact
-// PC, a return address, or a go statement's gopc as "created by" prints it.
+// input line is "PC [pc|ret|created|start]" (hex or decimal; default pc): an
+// exact PC, a return address, a go statement's gopc as "created by" prints
+// it, or a goroutine's start PC, answered with the function its go statement
+// names as golineage ps prints it (names.go).
 // Each output line answers one input line with tab-separated quadruples
 // FUNC, FILE, LINE, OFFSET ("+0x.." for physical frames as golineage stacks
 // prints it, else empty) for the logical frames, innermost first; an empty
@@ -52,11 +54,12 @@ func cmdSymbolize(args []string, in io.Reader, out io.Writer) error {
 	defer bin.Close()
 	w := bufio.NewWriter(out)
 	defer w.Flush()
+	names := newStartNamer(bin, b0)
 	sc := bufio.NewScanner(in)
 	for n := 1; sc.Scan(); n++ {
 		f := strings.Fields(sc.Text())
 		if len(f) == 0 || len(f) > 2 {
-			return fmt.Errorf("symbolize: input line %d: want \"PC [pc|ret|created]\"", n)
+			return fmt.Errorf("symbolize: input line %d: want \"PC [pc|ret|created|start]\"", n)
 		}
 		pc, err := strconv.ParseUint(f[0], 0, 64)
 		if err != nil {
@@ -72,6 +75,9 @@ func cmdSymbolize(args []string, in io.Reader, out io.Writer) error {
 			locs = stack.Symbolize(bin, b0, []uint64{pc}, mode == "ret")
 		case "created":
 			locs = []stack.Loc{stack.CreatedBy(bin, b0, stack.Ancestor{GoPC: pc})}
+		case "start":
+			fn := names.name(pc).fn
+			locs = []stack.Loc{{PC: pc, Func: fn.Func, File: fn.File, Line: fn.Line}}
 		default:
 			return fmt.Errorf("symbolize: input line %d: unknown mode %q", n, mode)
 		}

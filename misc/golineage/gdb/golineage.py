@@ -277,6 +277,16 @@ def func_name(pc):
     return fr[-1][0] if fr else "?? pc=%#x" % pc
 
 
+def goroutine_name(pc):
+    """The function a goroutine's go statement names, from its start PC, as
+    golineage ps names it (it looks through the compiler's wrappers); the
+    start function itself when golineage cannot be run."""
+    if not pc:
+        return "?"
+    fr = pclntab().frames(pc, "start")
+    return fr[0][0] if fr else func_name(pc)
+
+
 def chain(rec):
     """Lineage steps, newest first, as golineage prints them."""
     if rec["flags"] & REC_CGO_CALLBACK or rec["goid"] == 1 or rec["gopc"] == 0:
@@ -369,7 +379,8 @@ def _load_bias(prog):
 class Pclntab(object):
     """Names PCs through the executable's pclntab with `golineage symbolize`,
     for binaries gdb has no symbols for. Queries are (pc, mode) with mode
-    "pc" (exact), "ret" (return address) or "created" (a gopc); answers are
+    "pc" (exact), "ret" (return address), "created" (a gopc) or "start" (a
+    goroutine's start PC, named as golineage ps names it); answers are
     lists of (function, file, line, offset), innermost first."""
 
     def __init__(self):
@@ -602,10 +613,10 @@ the goroutine's function, as `golineage ps` prints them."""
         gs = goroutines_or_report()
         if gs is None:
             return
-        pclntab().prefetch([(g["startpc"], "pc") for g in gs if g["startpc"]])
+        pclntab().prefetch([(g["startpc"], "start") for g in gs if g["startpc"]])
         print("%-7s %-7s %-28s %s" % ("GOID", "PARENT", "STATE", "FUNCTION"))
         for g in gs:
-            print("%-7d %-7d %-28s %s" % (g["goid"], g["parent"], g["status"], func_name(g["startpc"])))
+            print("%-7d %-7d %-28s %s" % (g["goid"], g["parent"], g["status"], goroutine_name(g["startpc"])))
 
 
 class GoLineageTree(gdb.Command):
@@ -634,10 +645,10 @@ entries and marked [exited], and siblings of the same shape are collapsed
                     parent_of[child] = goid
                     kids.setdefault(goid, []).append(child)
                 child = goid
-        pclntab().prefetch([(pc, "pc") for pc in [g["startpc"] for g in gs] + list(exited.values()) if pc])
+        pclntab().prefetch([(pc, "start") for pc in [g["startpc"] for g in gs] + list(exited.values()) if pc])
 
         def name(goid):
-            return func_name(live[goid]["startpc"] if goid in live else exited.get(goid, 0))
+            return goroutine_name(live[goid]["startpc"] if goid in live else exited.get(goid, 0))
 
         def state(goid):
             return live[goid]["status"] if goid in live else "exited"

@@ -54,6 +54,7 @@ const (
 	inlFuncID       = 0
 	inlNameOff      = 4
 	inlParentPC     = 8
+	inlStartLine    = 12
 	inlinedCallSize = 16
 	// maxInlineDepth bounds the walk up a (possibly cyclic, corrupt) tree.
 	maxInlineDepth = 1000
@@ -230,14 +231,17 @@ func (f *Func) inlTree() uint64 {
 
 // Frame is one logical frame: a physical function or one inlined into it.
 type Frame struct {
-	PC       uint64 // the PC this frame was looked up with
-	Func     string // function name as the runtime stores it
-	File     string
-	Line     int
-	Entry    uint64 // entry of the physical function
-	Inlined  bool   // true if this frame was inlined into its caller
-	FuncID   uint8
-	Physical *Func
+	PC      uint64 // the PC this frame was looked up with
+	Func    string // function name as the runtime stores it
+	File    string
+	Line    int
+	Entry   uint64 // entry of the physical function
+	Inlined bool   // true if this frame was inlined into its caller
+	// StartLine is an inlined function's first line (its func keyword),
+	// from the inline tree; 0 for a physical frame (FileLine of Entry).
+	StartLine int
+	FuncID    uint8
+	Physical  *Func
 }
 
 // Frames returns the logical frames at pc, innermost first. If ret is true,
@@ -266,7 +270,8 @@ func (b *Binary) Frames(pc uint64, ret bool) []Frame {
 			name = "?"
 		}
 		out = append(out, Frame{PC: pc, Func: name, File: file, Line: line,
-			Entry: f.Entry, Inlined: true, FuncID: ic[inlFuncID], Physical: f})
+			Entry: f.Entry, Inlined: true, FuncID: ic[inlFuncID], Physical: f,
+			StartLine: int(int32(b.Order.Uint32(ic[inlStartLine:])))})
 		parent := f.Entry + uint64(int64(int32(b.Order.Uint32(ic[inlParentPC:]))))
 		if parent == lookup {
 			break
@@ -275,6 +280,26 @@ func (b *Binary) Frames(pc uint64, ret bool) []Frame {
 	}
 	file, line := f.FileLine(lookup)
 	out = append(out, Frame{PC: pc, Func: f.Name, File: file, Line: line, Entry: f.Entry, FuncID: f.FuncID, Physical: f})
+	return out
+}
+
+// OuterInlined returns the calls inlined into f's own body (not into a
+// function inlined into it), in PC order: for each, the inlined function's
+// frame at the first PC of its code. A call site split into several PC
+// ranges is returned once per range.
+func (b *Binary) OuterInlined(f *Func) []Frame {
+	if f.inlTree() == 0 || pcdataInlTreeIndex >= f.field(fNpcdata) {
+		return nil
+	}
+	var out []Frame
+	f.walkTable(f.field(funcSize+4*pcdataInlTreeIndex), func(r ValueRun) bool {
+		if r.Value >= 0 {
+			if fr := b.Frames(r.Start, false); len(fr) >= 2 {
+				out = append(out, fr[len(fr)-2])
+			}
+		}
+		return true
+	})
 	return out
 }
 

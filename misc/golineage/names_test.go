@@ -1,0 +1,118 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"fpsafe.dev/misc/internal/gobin"
+)
+
+// TestStartNames: ps names every goroutine of the names fixture, live or an
+// exited ancestor, by the function its go statement names, as the
+// program's own stack shows it: through go statement wrappers whose call
+// was inlined and whose call was not, method calls and method values; a
+// closure is its own name, and a wrapper that calls a function value keeps
+// its name.
+func TestStartNames(t *testing.T) {
+	exe := fixture(t, "names")
+	requireABI(t, exe)
+	p := start(t, exe)
+	want := map[uint64]string{} // goid -> the runtime's name
+	keep := map[uint64]bool{}
+	for _, l := range p.report {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		id, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			t.Fatalf("bad report line %q", l)
+		}
+		switch {
+		case f[0] == "name" && len(f) == 3:
+			want[id] = f[2]
+		case f[0] == "keep":
+			keep[id] = true
+		}
+	}
+	for id := range keep {
+		delete(want, id) // the program sees fv's closure, the tool its wrapper
+	}
+	if len(want) != 13 || len(keep) != 1 {
+		t.Fatalf("report has %d names and %d kept wrappers, want 13 and 1:\n%s", len(want), len(keep), strings.Join(p.report, "\n"))
+	}
+	out, stderr, code := tool(t, "ps", "-json", strconv.Itoa(p.pid()))
+	if code != 0 {
+		t.Fatalf("ps -json: exit %d: %s", code, stderr)
+	}
+	// Each goroutine's start, and each ancestor's, with its wrapper.
+	type named struct{ fn, wrapper string }
+	got := map[uint64]named{}
+	add := func(id uint64, fn, wrapper *frameJSON) {
+		n := named{fn: "?"}
+		if fn != nil {
+			n.fn = fn.Func
+		}
+		if wrapper != nil {
+			n.wrapper = wrapper.Func
+		}
+		if old, ok := got[id]; ok && old != n {
+			t.Errorf("goroutine %d named %+v and %+v", id, old, n)
+		}
+		got[id] = n
+	}
+	for _, g := range parsePsJSON(t, out) {
+		add(g.Goid, g.Start, g.StartWrapper)
+		for _, a := range g.Ancestors {
+			add(a.Goid, a.Start, a.StartWrapper)
+		}
+	}
+	for id, fn := range want {
+		if got[id].fn != fn {
+			t.Errorf("goroutine %d: ps -json names it %+v, the program %s", id, got[id], fn)
+		}
+	}
+	for id := range keep {
+		if g := got[id]; !strings.Contains(g.fn, ".gowrap") || g.wrapper != "" {
+			t.Errorf("goroutine %d (go f(1), f a function value): named %+v, want its gowrap wrapper and no start_wrapper", id, g)
+		}
+	}
+
+	// The fixture exercises both ways into a wrapper: main.small's call was
+	// inlined into its wrapper, main.plain's was not.
+	bin, err := gobin.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bin.Close()
+	inlined := map[string]bool{}
+	for _, g := range got {
+		f := bin.LookupFunc(g.wrapper)
+		if g.wrapper == "" || f == nil {
+			continue
+		}
+		for _, fr := range bin.OuterInlined(f) {
+			if fr.Func == g.fn {
+				inlined[g.fn] = true
+			}
+		}
+	}
+	if !inlined["main.small"] || inlined["main.plain"] {
+		t.Errorf("calls inlined into wrappers: %v; want main.small and not main.plain", inlined)
+	}
+
+	// The text commands use the same names.
+	ps, _, _ := tool(t, "ps", strconv.Itoa(p.pid()))
+	for _, fn := range []string{"main.small", "main.(*T).ptr", "main.T.val", "main.(*T).noargs", "main.startGo.func1"} {
+		if !strings.Contains(ps, " "+fn+" (") {
+			t.Errorf("ps does not name a goroutine %s:\n%s", fn, ps)
+		}
+	}
+	tree, _, _ := tool(t, "tree", strconv.Itoa(p.pid()))
+	for _, fn := range []string{"main.parent", "main.smallParent"} {
+		if !strings.Contains(tree, "[exited] "+fn+"\n") {
+			t.Errorf("tree does not name the exited %s:\n%s", fn, tree)
+		}
+	}
+}
