@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -253,21 +252,27 @@ func cmdPs(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdTree(args []string, stdout, stderr io.Writer) error {
-	return simpleGoroutineCommand("tree", args, stdout, stderr, (*goroutineSet).writeTree)
+	return simpleGoroutineCommand("tree", args, stdout, stderr, (*goroutineSet).writeTree, (*goroutineSet).writeTreeJSON)
 }
 
 func cmdWaits(args []string, stdout, stderr io.Writer) error {
-	return simpleGoroutineCommand("waits", args, stdout, stderr, (*goroutineSet).writeWaits)
+	return simpleGoroutineCommand("waits", args, stdout, stderr, (*goroutineSet).writeWaits, (*goroutineSet).writeWaitsJSON)
 }
 
-// simpleGoroutineCommand is a goroutine command with no flags but -core.
-func simpleGoroutineCommand(name string, args []string, stdout, stderr io.Writer, write func(*goroutineSet, io.Writer)) error {
+// simpleGoroutineCommand is a goroutine command with no flags but -core
+// and -json: write prints text, writeJSON one JSON object per line.
+func simpleGoroutineCommand(name string, args []string, stdout, stderr io.Writer, write func(*goroutineSet, io.Writer), writeJSON func(*goroutineSet, io.Writer) error) error {
 	fl := flag.NewFlagSet(name, flag.ContinueOnError)
 	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
+	asJSON := fl.Bool("json", false, "print JSON, one object per line")
 	if err := parseFlags(fl, args, stderr); err != nil {
 		return err
 	}
 	return goroutineCommand(name, fl, *core, stdout, stderr, func(w *bufio.Writer, s *goroutineSet) error {
+		if *asJSON {
+			s.machine = true
+			return writeJSON(s, w)
+		}
 		write(s, w)
 		return nil
 	})
@@ -331,157 +336,6 @@ func (s *goroutineSet) writePs(w io.Writer) {
 	}
 	if s.note != "" {
 		fmt.Fprintf(w, "(%s)\n", s.note)
-	}
-}
-
-// writeTree prints goroutines under their creators. A creator that has
-// exited is printed from its descendants' ancestor entries, marked exited.
-// Siblings of the same shape are collapsed: "x1000 main.worker [chan receive]".
-func (s *goroutineSet) writeTree(w io.Writer) {
-	live := map[uint64]*goroutine{}
-	children := map[uint64][]uint64{}
-	for i := range s.gs {
-		g := &s.gs[i]
-		live[g.Goid] = g
-	}
-	exited := map[uint64]lineageabi.Anc{}
-	hasParent := map[uint64]bool{}
-	addEdge := func(parent, child uint64) {
-		if parent == 0 || hasParent[child] {
-			return
-		}
-		hasParent[child] = true
-		children[parent] = append(children[parent], child)
-	}
-	for i := range s.gs {
-		g := &s.gs[i]
-		child := g.Goid
-		for _, a := range g.Record.Anc {
-			if _, ok := live[a.Goid]; !ok {
-				exited[a.Goid] = a
-			}
-			addEdge(a.Goid, child)
-			child = a.Goid
-		}
-	}
-	var roots []uint64
-	for id := range live {
-		if !hasParent[id] {
-			roots = append(roots, id)
-		}
-	}
-	for id := range exited {
-		if !hasParent[id] {
-			roots = append(roots, id)
-		}
-	}
-	sort.Slice(roots, func(i, j int) bool { return roots[i] < roots[j] })
-	// name is a goroutine's function; siblings are sorted by it, then by
-	// goid, so that goroutines started by the same code stay together.
-	name := func(id uint64) string {
-		if g, ok := live[id]; ok {
-			return s.startFunc(g)
-		}
-		return s.ancestorFunc(exited[id].StartPC)
-	}
-	state := func(id uint64) string {
-		if g, ok := live[id]; ok {
-			return g.state()
-		}
-		return "exited"
-	}
-	sorted := func(kids []uint64) []uint64 {
-		sort.Slice(kids, func(i, j int) bool {
-			if a, b := name(kids[i]), name(kids[j]); a != b {
-				return a < b
-			}
-			return kids[i] < kids[j]
-		})
-		return kids
-	}
-	// sig is a subtree's shape: siblings with the same shape (function,
-	// state and descendants) are printed once, with their count.
-	sigs := map[uint64]string{}
-	var sig func(id uint64) string
-	sig = func(id uint64) string {
-		if s, ok := sigs[id]; ok {
-			return s
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%s [%s](", name(id), state(id))
-		for _, k := range sorted(children[id]) {
-			b.WriteString(sig(k))
-			b.WriteByte(',')
-		}
-		b.WriteByte(')')
-		sigs[id] = b.String()
-		return sigs[id]
-	}
-	var walk func(id uint64, n, depth int)
-	walk = func(id uint64, n, depth int) {
-		indent := strings.Repeat("  ", depth)
-		if n > 1 {
-			fmt.Fprintf(w, "%sx%d %s [%s]\n", indent, n, name(id), state(id))
-		} else {
-			fmt.Fprintf(w, "%sgoroutine %d [%s] %s\n", indent, id, state(id), name(id))
-		}
-		var first []uint64
-		count := map[string]int{}
-		for _, k := range sorted(children[id]) {
-			if count[sig(k)]++; count[sig(k)] == 1 {
-				first = append(first, k)
-			}
-		}
-		for _, k := range first {
-			walk(k, count[sig(k)], depth+1)
-		}
-	}
-	for _, r := range roots {
-		walk(r, 1, 0)
-	}
-}
-
-// writeWaits prints wait-for groups: the goroutines blocked on the same
-// channel or semaphore, largest group first.
-func (s *goroutineSet) writeWaits(w io.Writer) {
-	groups := map[string][]*goroutine{}
-	var keys []string
-	for i := range s.gs {
-		g := &s.gs[i]
-		objs := []string{}
-		for _, c := range g.WaitChans {
-			objs = append(objs, fmt.Sprintf("chan %#x", c))
-		}
-		if g.WaitAddr != 0 {
-			objs = append(objs, g.waitAddrName())
-		}
-		for _, o := range objs {
-			if groups[o] == nil {
-				keys = append(keys, o)
-			}
-			groups[o] = append(groups[o], g)
-		}
-	}
-	sort.SliceStable(keys, func(i, j int) bool {
-		if a, b := len(groups[keys[i]]), len(groups[keys[j]]); a != b {
-			return a > b
-		}
-		return keys[i] < keys[j]
-	})
-	for _, k := range keys {
-		gs := groups[k]
-		plural := "s"
-		if len(gs) == 1 {
-			plural = ""
-		}
-		fmt.Fprintf(w, "%s: %d goroutine%s\n", k, len(gs), plural)
-		for _, g := range gs {
-			where := "?"
-			if l, ok := g.userFrame(); ok {
-				where = fmt.Sprintf("%s at %s:%d", stack.FuncName(l), l.File, l.Line)
-			}
-			fmt.Fprintf(w, "\tgoroutine %d [%s] %s\n", g.Goid, g.state(), where)
-		}
 	}
 }
 

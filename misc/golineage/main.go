@@ -7,15 +7,15 @@
 //	golineage stacks [-native] [-all] PID
 //	golineage stacks [-native] [-all] --core CORE EXE
 //	golineage ps [-json [-stacks]] PID | --core CORE EXE
-//	golineage tree PID | --core CORE EXE
-//	golineage waits PID | --core CORE EXE
+//	golineage tree [-json] PID | --core CORE EXE
+//	golineage waits [-json] PID | --core CORE EXE
 //	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf] [-wall] PID
 //	golineage symbolize [-bias N] EXE
 //
 // ps, tree and waits list every goroutine, not only those running on a
 // thread: from the lineage ABI's registry, with its status, wait reason and
 // what it waits on (ps), under its creator (tree), or grouped with the other
-// goroutines blocked on the same channel or semaphore (waits). stacks -all
+// goroutines blocked on the same object or at the same wait site (waits). stacks -all
 // adds the stack of every goroutine that is not running, walked by frame
 // pointers from its saved sched.bp.
 //
@@ -46,8 +46,8 @@ const usage = `usage:
 	golineage stacks [-native] [-all] PID
 	golineage stacks [-native] [-all] --core CORE EXE
 	golineage ps [-json [-stacks]] PID | --core CORE EXE
-	golineage tree PID | --core CORE EXE
-	golineage waits PID | --core CORE EXE
+	golineage tree [-json] PID | --core CORE EXE
+	golineage waits [-json] PID | --core CORE EXE
 	golineage profile [-hz 99] [-duration 10s] [-o out.pb.gz] [-format pprof|folded|svg] [-collector ptrace|bpf]
 	                  [-native] [-running] [-consistent] [-wall] [-stats] PID
 	golineage symbolize [-bias N] EXE < "PC [pc|ret|created|start]" lines

@@ -625,7 +625,8 @@ class GoLineageTree(gdb.Command):
 Usage: golineage-tree
 Creators that have exited are printed from their descendants' ancestor
 entries and marked [exited], and siblings of the same shape are collapsed
-("x3 main.worker [chan receive]"), as `golineage tree` does."""
+("x3 main.worker [chan receive] (goroutines 7, 8, 9)"), as `golineage tree`
+does."""
 
     def __init__(self):
         super(GoLineageTree, self).__init__("golineage-tree", gdb.COMMAND_STACK)
@@ -665,21 +666,29 @@ entries and marked [exited], and siblings of the same shape are collapsed
                 sigs[goid] = "%s [%s](%s)" % (name(goid), state(goid), ",".join(sig(k) for k in children(goid)))
             return sigs[goid]
 
-        def walk(goid, n, depth):
-            if n > 1:
-                print("%sx%d %s [%s]" % ("  " * depth, n, name(goid), state(goid)))
+        def group(goids):
+            # Children of one or more goroutines, one group per shape, in
+            # the order of the first of each.
+            groups, by_sig = [], {}
+            for k in sorted(goids, key=lambda k: (name(k), k)):
+                if sig(k) not in by_sig:
+                    by_sig[sig(k)] = []
+                    groups.append(by_sig[sig(k)])
+                by_sig[sig(k)].append(k)
+            return groups
+
+        def walk(goids, depth):
+            g = goids[0]
+            if len(goids) > 1:
+                listed = ", ".join(str(k) for k in goids[:3]) + (", ..." if len(goids) > 3 else "")
+                print("%sx%d %s [%s] (goroutines %s)" % ("  " * depth, len(goids), name(g), state(g), listed))
             else:
-                print("%sgoroutine %d [%s] %s" % ("  " * depth, goid, state(goid), name(goid)))
-            first, count = [], {}
-            for k in children(goid):
-                count[sig(k)] = count.get(sig(k), 0) + 1
-                if count[sig(k)] == 1:
-                    first.append(k)
-            for k in first:
-                walk(k, count[sig(k)], depth + 1)
+                print("%sgoroutine %d [%s] %s" % ("  " * depth, g, state(g), name(g)))
+            for grp in group([k for i in goids for k in kids.get(i, [])]):
+                walk(grp, depth + 1)
 
         for root in sorted(set(list(live) + list(exited)) - set(parent_of)):
-            walk(root, 1, 0)
+            walk([root], 0)
 
 
 GoLineagePs()

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"fpsafe.dev/misc/internal/lineageabi"
+)
+
+// tree: every goroutine under the goroutine that created it. A creator
+// that has exited is known from its descendants' ancestor entries (its
+// goid and start PC) and shown as exited. Siblings are ordered by
+// function, then goid, and siblings of the same shape (function, state,
+// and descendants of the same shape) are shown once, as one node that
+// lists them all: its children are those of all of them, grouped again.
+
+// treeLine is one line of tree: a goroutine, or siblings of one shape.
+type treeLine struct {
+	goids    []uint64 // ascending
+	start    *startName
+	state    string // as ps prints it; "exited" for an exited creator
+	g        *goroutine
+	children []*treeLine
+}
+
+// goroutineTree returns the roots of the goroutine tree, in goid order.
+func (s *goroutineSet) goroutineTree() []*treeLine {
+	live := map[uint64]*goroutine{}
+	for i := range s.gs {
+		live[s.gs[i].Goid] = &s.gs[i]
+	}
+	exited := map[uint64]lineageabi.Anc{}
+	children := map[uint64][]uint64{}
+	hasParent := map[uint64]bool{}
+	for i := range s.gs {
+		g := &s.gs[i]
+		child := g.Goid
+		for _, a := range g.Record.Anc {
+			if _, ok := live[a.Goid]; !ok {
+				exited[a.Goid] = a
+			}
+			if a.Goid != 0 && !hasParent[child] {
+				hasParent[child] = true
+				children[a.Goid] = append(children[a.Goid], child)
+			}
+			child = a.Goid
+		}
+	}
+	name := func(id uint64) string {
+		if g, ok := live[id]; ok {
+			return s.startFunc(g)
+		}
+		return s.ancestorFunc(exited[id].StartPC)
+	}
+	state := func(id uint64) string {
+		if g, ok := live[id]; ok {
+			return g.state()
+		}
+		return "exited"
+	}
+	sorted := func(kids []uint64) []uint64 {
+		sort.Slice(kids, func(i, j int) bool {
+			if a, b := name(kids[i]), name(kids[j]); a != b {
+				return a < b
+			}
+			return kids[i] < kids[j]
+		})
+		return kids
+	}
+	// sig is a subtree's shape.
+	sigs := map[uint64]string{}
+	var sig func(id uint64) string
+	sig = func(id uint64) string {
+		if s, ok := sigs[id]; ok {
+			return s
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s [%s](", name(id), state(id))
+		for _, k := range sorted(children[id]) {
+			b.WriteString(sig(k))
+			b.WriteByte(',')
+		}
+		b.WriteByte(')')
+		sigs[id] = b.String()
+		return sigs[id]
+	}
+	// group makes nodes of goroutines of one parent's (or several
+	// parents') children: one node per shape, in the order of its first.
+	var group func(ids []uint64) []*treeLine
+	group = func(ids []uint64) []*treeLine {
+		var nodes []*treeLine
+		bySig := map[string]*treeLine{}
+		for _, id := range sorted(ids) {
+			n := bySig[sig(id)]
+			if n == nil {
+				n = &treeLine{state: state(id), g: live[id]}
+				if n.g != nil {
+					n.start = s.startName(n.g.Record.StartPC)
+				} else {
+					n.start = s.startName(exited[id].StartPC)
+				}
+				bySig[sig(id)] = n
+				nodes = append(nodes, n)
+			}
+			n.goids = append(n.goids, id)
+		}
+		for _, n := range nodes {
+			var kids []uint64
+			for _, id := range n.goids {
+				kids = append(kids, children[id]...)
+			}
+			n.children = group(kids)
+		}
+		return nodes
+	}
+	ids := make([]uint64, 0, len(live)+len(exited))
+	for id := range live {
+		ids = append(ids, id)
+	}
+	for id := range exited {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var roots []*treeLine
+	for _, id := range ids {
+		if !hasParent[id] {
+			roots = append(roots, group([]uint64{id})...)
+		}
+	}
+	return roots
+}
+
+// listedGoids is how many goids a collapsed line lists before "...".
+const listedGoids = 3
+
+// goidList prints the first listedGoids of ids: "8, 12, 15, ...".
+func goidList(ids []uint64) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i == listedGoids {
+			b.WriteString("...")
+			break
+		}
+		fmt.Fprint(&b, id)
+	}
+	return b.String()
+}
+
+// funcName is a start name's function, "?" for none.
+func (sn *startName) funcName() string {
+	if sn == nil {
+		return "?"
+	}
+	return sn.fn.Func
+}
+
+// writeTree prints the tree, one goroutine or group of siblings per line:
+// "goroutine 7 [chan receive] main.worker", or for siblings of one shape
+// "x300 main.readLoop [IO wait] (goroutines 8, 12, 15, ...)".
+func (s *goroutineSet) writeTree(w io.Writer) {
+	var walk func(n *treeLine, depth int)
+	walk = func(n *treeLine, depth int) {
+		indent := strings.Repeat("  ", depth)
+		if len(n.goids) == 1 {
+			fmt.Fprintf(w, "%sgoroutine %d [%s] %s\n", indent, n.goids[0], n.state, n.start.funcName())
+		} else {
+			fmt.Fprintf(w, "%sx%d %s [%s] (goroutines %s)\n", indent, len(n.goids), n.start.funcName(), n.state, goidList(n.goids))
+		}
+		for _, k := range n.children {
+			walk(k, depth+1)
+		}
+	}
+	for _, r := range s.goroutineTree() {
+		walk(r, 0)
+	}
+}
+
+// treeJSON is one node of tree -json.
+type treeJSON struct {
+	Count        int         `json:"count"`
+	Goids        []uint64    `json:"goids"`
+	Start        *frameJSON  `json:"start,omitempty"`
+	StartWrapper *frameJSON  `json:"start_wrapper,omitempty"`
+	State        string      `json:"state"`
+	WaitReason   string      `json:"wait_reason,omitempty"`
+	Children     []*treeJSON `json:"children"`
+}
+
+// writeTreeJSON prints the tree as one JSON object per root and line.
+func (s *goroutineSet) writeTreeJSON(w io.Writer) error {
+	var node func(n *treeLine) *treeJSON
+	node = func(n *treeLine) *treeJSON {
+		j := &treeJSON{Count: len(n.goids), Goids: n.goids, State: "exited", Children: []*treeJSON{}}
+		if n.start != nil {
+			j.Start, j.StartWrapper = &n.start.fn, n.start.wrapper
+		}
+		if n.g != nil {
+			j.State = n.g.jsonState()
+			if j.State == "waiting" {
+				j.WaitReason = n.g.WaitReason
+			}
+		}
+		for _, k := range n.children {
+			j.Children = append(j.Children, node(k))
+		}
+		return j
+	}
+	enc := json.NewEncoder(w)
+	for _, r := range s.goroutineTree() {
+		if err := enc.Encode(node(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

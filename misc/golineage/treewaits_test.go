@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/internal/golden"
+	"fpsafe.dev/misc/internal/lineageabi"
+)
+
+// TestGoldenTreeJSON keeps the fixture's part of tree -json: the nodes
+// that are, or lead to, goroutines running its code, goids blanked (goid 1
+// kept), in the tree's own order. The state of a node kept only for its
+// descendants (runtime.main, reading standard input) is blanked too.
+func TestGoldenTreeJSON(t *testing.T) {
+	out := parkedOutput(t, "tree", "-json")
+	var prune func(n *treeJSON) bool
+	prune = func(n *treeJSON) bool {
+		kids := []*treeJSON{}
+		for _, k := range n.Children {
+			if prune(k) {
+				kids = append(kids, k)
+			}
+		}
+		n.Children = kids
+		for i, id := range n.Goids {
+			if id != 1 {
+				n.Goids[i] = 0
+			}
+		}
+		if n.Start != nil && strings.HasPrefix(n.Start.Func, "main.") {
+			return true
+		}
+		n.State, n.WaitReason = "", ""
+		return len(kids) > 0
+	}
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var n treeJSON
+		if err := json.Unmarshal([]byte(l), &n); err != nil {
+			t.Fatalf("tree -json: %v in line %q", err, l)
+		}
+		if prune(&n) {
+			b, err := json.Marshal(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep = append(keep, normalize(string(b)))
+		}
+	}
+	golden.Check(t, "tree.json", strings.Join(keep, "\n")+"\n")
+}
+
+// TestGoldenWaitsJSON keeps the groups of waits -json that hold the
+// fixture's goroutines, goids blanked and addresses normalized, sorted.
+func TestGoldenWaitsJSON(t *testing.T) {
+	out := parkedOutput(t, "waits", "-json")
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var g waitGroupJSON
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatalf("waits -json: %v in line %q", err, l)
+		}
+		if !strings.Contains(l, `"main.`) {
+			continue
+		}
+		for i := range g.Goroutines {
+			g.Goroutines[i].Goid = 0
+		}
+		slices.SortFunc(g.Goroutines, func(a, b waiterJSON) int {
+			x, _ := json.Marshal(a)
+			y, _ := json.Marshal(b)
+			return strings.Compare(string(x), string(y))
+		})
+		b, err := json.Marshal(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, normalize(string(b)))
+	}
+	slices.Sort(keep)
+	golden.Check(t, "waits.json", strings.Join(keep, "\n")+"\n")
+}
+
+// TestWaitGroups checks the grouping rules of waits on a made-up set:
+// every waiting goroutine is listed; goroutines on one object share its
+// group, a select is listed under each of its channels; objects of one
+// goroutine each at a shared site make one group of that site, listing
+// them, but an object alone at its site keeps its own group; goroutines
+// on no object are grouped by site; largest groups first.
+func TestWaitGroups(t *testing.T) {
+	at := func(fn string, line int) []stack.Loc {
+		return []stack.Loc{
+			{Func: "runtime.gopark", File: "proc.go", Line: 1},
+			{Func: "sync.(*Cond).Wait", File: "cond.go", Line: 2},
+			{Func: "time.Sleep", File: "time.go", Line: 3},
+			{Func: fn, File: "main.go", Line: line},
+		}
+	}
+	waiting := func(goid uint64, reason string, frames []stack.Loc) goroutine {
+		return goroutine{Goroutine: &lineageabi.Goroutine{Goid: goid, Status: lineageabi.StatusWaiting,
+			WaitReason: reason, Record: &lineageabi.Record{}}, Frames: frames}
+	}
+	var gs []goroutine
+	for i := range uint64(4) { // 4 flush loops, each on its own cond
+		g := waiting(10+i, "sync.Cond.Wait", at("main.flush", 7))
+		g.WaitAddr = 0x1000 + 8*i
+		gs = append(gs, g)
+	}
+	alone := waiting(20, "sync.Cond.Wait", at("main.other", 9)) // its own cond, its own site
+	alone.WaitAddr = 0x2000
+	gs = append(gs, alone)
+	for i := range uint64(3) { // 3 sleepers, no object
+		gs = append(gs, waiting(30+i, "sleep", at("main.nap", 5)))
+	}
+	for i := range uint64(2) { // 2 selects on a shared channel and each its own timer
+		g := waiting(40+i, "select", at("main.poll", 3))
+		g.WaitChans, g.Select = []uint64{0x3000, 0x4000 + 8*i}, true
+		gs = append(gs, g)
+	}
+	running := waiting(50, "", nil)
+	running.Status = lineageabi.StatusRunnable
+	gs = append(gs, running)
+
+	s := &goroutineSet{gs: gs}
+	var b strings.Builder
+	s.writeWaits(&b)
+	want := `[sync.Cond.Wait] main.flush at main.go:7: 4 goroutines, one per object (cond 0x1000, cond 0x1008, cond 0x1010, ...)
+	x4 [sync.Cond.Wait] main.flush at main.go:7 in ? (goroutines 10, 11, 12, ...)
+[sleep] main.nap at main.go:5: 3 goroutines
+	x3 [sleep] main.nap at main.go:5 in ? (goroutines 30, 31, 32)
+chan 0x3000: 2 goroutines
+	x2 [select] main.poll at main.go:3 in ? (goroutines 40, 41)
+[select] main.poll at main.go:3: 2 goroutines, one per object (chan 0x4000, chan 0x4008)
+	x2 [select] main.poll at main.go:3 in ? (goroutines 40, 41)
+cond 0x2000: 1 goroutine
+	goroutine 20 [sync.Cond.Wait] main.other at main.go:9 in ?
+`
+	if b.String() != want {
+		t.Errorf("waits:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if err := s.writeWaitsJSON(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+}
