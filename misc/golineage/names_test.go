@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,20 +42,23 @@ func TestStartNames(t *testing.T) {
 	for id := range keep {
 		delete(want, id) // the program sees fv's closure, the tool its wrapper
 	}
-	if len(want) != 13 || len(keep) != 1 {
-		t.Fatalf("report has %d names and %d kept wrappers, want 13 and 1:\n%s", len(want), len(keep), strings.Join(p.report, "\n"))
+	if len(want) != 14 || len(keep) != 1 {
+		t.Fatalf("report has %d names and %d kept wrappers, want 14 and 1:\n%s", len(want), len(keep), strings.Join(p.report, "\n"))
 	}
 	out, stderr, code := tool(t, "ps", "-json", strconv.Itoa(p.pid()))
 	if code != 0 {
 		t.Fatalf("ps -json: exit %d: %s", code, stderr)
 	}
 	// Each goroutine's start, and each ancestor's, with its wrapper.
-	type named struct{ fn, wrapper string }
+	type named struct {
+		fn, wrapper string
+		line        int // of fn's func keyword
+	}
 	got := map[uint64]named{}
 	add := func(id uint64, fn, wrapper *frameJSON) {
 		n := named{fn: "?"}
 		if fn != nil {
-			n.fn = fn.Func
+			n.fn, n.line = fn.Func, fn.Line
 		}
 		if wrapper != nil {
 			n.wrapper = wrapper.Func
@@ -76,6 +82,21 @@ func TestStartNames(t *testing.T) {
 	for id := range keep {
 		if g := got[id]; !strings.Contains(g.fn, ".gowrap") || g.wrapper != "" {
 			t.Errorf("goroutine %d (go f(1), f a function value): named %+v, want its gowrap wrapper and no start_wrapper", id, g)
+		}
+	}
+
+	// A function's start line is its func keyword's, inlined or not.
+	src, err := os.ReadFile(filepath.Join("testdata", "names", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(src), "\n")
+	for _, fn := range []string{"plain", "small", "parent", "smallParent"} {
+		line := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "func "+fn+"(") }) + 1
+		for id, g := range got {
+			if g.fn == "main."+fn && g.line != line {
+				t.Errorf("goroutine %d: %s starts at line %d, the source at %d", id, g.fn, g.line, line)
+			}
 		}
 	}
 

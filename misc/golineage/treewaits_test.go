@@ -147,3 +147,53 @@ cond 0x2000: 1 goroutine
 		t.Fatal(err)
 	}
 }
+
+// TestTreeGroups checks tree's collapsing on a made-up set: siblings of
+// one shape make one line that lists their goids, its children are those
+// of all of them, and a sibling of another shape (fewer children) or an
+// exited creator keeps its own line.
+func TestTreeGroups(t *testing.T) {
+	g := func(goid uint64, reason string, anc ...uint64) goroutine {
+		r := &lineageabi.Record{Goid: goid}
+		for _, a := range anc {
+			r.Anc = append(r.Anc, lineageabi.Anc{Goid: a})
+		}
+		return goroutine{Goroutine: &lineageabi.Goroutine{Goid: goid, Status: lineageabi.StatusWaiting,
+			WaitReason: reason, Record: r}}
+	}
+	gs := []goroutine{g(1, "select (no cases)")}
+	for _, w := range []uint64{10, 11, 12} {
+		gs = append(gs, g(w, "chan receive", 1))
+	}
+	for _, l := range []uint64{20, 21, 22, 23, 24} {
+		gs = append(gs, g(l, "sleep", 10+(l-20)/2, 1))
+	}
+	gs = append(gs, g(30, "sleep", 5, 1)) // 5 has exited
+	s := &goroutineSet{gs: gs}
+	var b strings.Builder
+	s.writeTree(&b)
+	want := `goroutine 1 [select (no cases)] ?
+  goroutine 5 [exited] ?
+    goroutine 30 [sleep] ?
+  x2 ? [chan receive] (goroutines 10, 11)
+    x4 ? [sleep] (goroutines 20, 21, 22, ...)
+  goroutine 12 [chan receive] ?
+    goroutine 24 [sleep] ?
+`
+	if b.String() != want {
+		t.Errorf("tree:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := s.writeTreeJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var root treeJSON
+	if err := json.Unmarshal([]byte(b.String()), &root); err != nil {
+		t.Fatal(err)
+	}
+	if len(root.Children) != 3 || !slices.Equal(root.Children[1].Goids, []uint64{10, 11}) ||
+		len(root.Children[1].Children) != 1 || !slices.Equal(root.Children[1].Children[0].Goids, []uint64{20, 21, 22, 23}) ||
+		root.Children[0].State != "exited" || root.Children[1].Children[0].WaitReason != "sleep" {
+		t.Errorf("tree -json: %s", b.String())
+	}
+}

@@ -84,6 +84,11 @@ func exercise(t testing.TB, b *Binary) {
 		f.FileLine(mid)
 		b.Frames(mid, false)
 		b.Frames(f.End, true)
+		for _, fr := range b.OuterInlined(f) {
+			if fr.PC < f.Entry || fr.PC >= f.End {
+				t.Fatalf("OuterInlined(%s) gave pc %#x, outside [%#x, %#x)", f.Name, fr.PC, f.Entry, f.End)
+			}
+		}
 		b.FuncNameIs(mid, f.Name)
 		b.LookupFunc(f.Name)
 	}

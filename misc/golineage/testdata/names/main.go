@@ -127,7 +127,7 @@ func main() {
 		report("keep")
 		plain(x)
 	}
-	started.Add(11)
+	started.Add(12)
 	go plain(1)
 	go small(1)
 	go t.ptr(1)
@@ -135,6 +135,7 @@ func main() {
 	m := t.noargs
 	go m()
 	go func() { park() }()
+	go func(x int) { plain(x) }(1) // through a wrapper to the closure
 	startGo(park)
 	goCall(fv)
 	go parent(1)
