@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +121,11 @@ func TestWaitGroups(t *testing.T) {
 		g.WaitChans, g.Select = []uint64{0x3000, 0x4000 + 8*i}, true
 		gs = append(gs, g)
 	}
+	for i := range uint64(3) { // 3 receivers on the shared channel
+		g := waiting(60+i, "chan receive", at("main.recv", 11))
+		g.WaitChans = []uint64{0x3000}
+		gs = append(gs, g)
+	}
 	running := waiting(50, "", nil)
 	running.Status = lineageabi.StatusRunnable
 	gs = append(gs, running)
@@ -129,12 +133,13 @@ func TestWaitGroups(t *testing.T) {
 	s := &goroutineSet{gs: gs}
 	var b strings.Builder
 	s.writeWaits(&b)
-	want := `[sync.Cond.Wait] main.flush at main.go:7: 4 goroutines, one per object (cond 0x1000, cond 0x1008, cond 0x1010, ...)
+	want := `chan 0x3000: 5 goroutines
+	x3 [chan receive] main.recv at main.go:11 in ? (goroutines 60, 61, 62)
+	x2 [select] main.poll at main.go:3 in ? (goroutines 40, 41)
+[sync.Cond.Wait] main.flush at main.go:7: 4 goroutines, one per object (cond 0x1000, cond 0x1008, cond 0x1010, ...)
 	x4 [sync.Cond.Wait] main.flush at main.go:7 in ? (goroutines 10, 11, 12, ...)
 [sleep] main.nap at main.go:5: 3 goroutines
 	x3 [sleep] main.nap at main.go:5 in ? (goroutines 30, 31, 32)
-chan 0x3000: 2 goroutines
-	x2 [select] main.poll at main.go:3 in ? (goroutines 40, 41)
 [select] main.poll at main.go:3: 2 goroutines, one per object (chan 0x4000, chan 0x4008)
 	x2 [select] main.poll at main.go:3 in ? (goroutines 40, 41)
 cond 0x2000: 1 goroutine
@@ -143,8 +148,22 @@ cond 0x2000: 1 goroutine
 	if b.String() != want {
 		t.Errorf("waits:\n%s\nwant:\n%s", b.String(), want)
 	}
-	if err := s.writeWaitsJSON(io.Discard); err != nil {
+	b.Reset()
+	if err := s.writeWaitsJSON(&b); err != nil {
 		t.Fatal(err)
+	}
+	var groups []waitGroupJSON
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		var g waitGroupJSON
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatalf("waits -json: %v in line %q", err, l)
+		}
+		groups = append(groups, g)
+	}
+	if len(groups) != 5 || groups[0].Count != 5 || groups[0].Object != "0x3000" || groups[0].ObjectKind != "chan" ||
+		groups[1].Site == nil || groups[1].Site.Func != "main.flush" || len(groups[1].Objects) != 4 ||
+		groups[1].Objects[3] != (waitObjectJSON{Object: "0x1018", Kind: "cond"}) || len(groups[1].Goroutines) != 4 {
+		t.Errorf("waits -json:\n%s", b.String())
 	}
 }
 

@@ -209,11 +209,11 @@ func (wg *waitGroup) siteString() string {
 const listedObjects = 3
 
 // writeWaits prints the groups, each a header and its goroutines, those
-// that share state, wait site and function on one line:
+// that share state, wait site and function on one line, largest first:
 //
 //	chan 0xc000104060: 4 goroutines
-//		x3 [chan receive] main.chain at main.go:70 (goroutines 8, 9, 10)
-//		goroutine 12 [select] main.selector at main.go:46
+//		x3 [chan receive] main.chain at main.go:70 (goroutines 8, 9, 12)
+//		goroutine 10 [select] main.selector at main.go:46
 //	[sync.Cond.Wait] main.flushLoop at main.go:58: 300 goroutines, one per object (cond 0xc0001, cond 0xc0002, cond 0xc0003, ...)
 //		x300 [sync.Cond.Wait] main.flushLoop at main.go:58 (goroutines 20, 22, 24, ...)
 //
@@ -264,6 +264,7 @@ func (s *goroutineSet) writeWaits(w io.Writer) {
 			}
 			l.goids = append(l.goids, g.Goid)
 		}
+		sort.SliceStable(lines, func(i, j int) bool { return len(lines[i].goids) > len(lines[j].goids) })
 		for _, l := range lines {
 			if len(l.goids) == 1 {
 				fmt.Fprintf(w, "\tgoroutine %d %s\n", l.goids[0], l.text)
