@@ -1,7 +1,9 @@
 package main
 
 import (
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -135,5 +137,66 @@ func TestStartNames(t *testing.T) {
 		if !strings.Contains(tree, "[exited] "+fn+"\n") {
 			t.Errorf("tree does not name the exited %s:\n%s", fn, tree)
 		}
+	}
+}
+
+// TestCalls decodes calls of both architectures: direct calls with their
+// targets, calls through a register without.
+func TestCalls(t *testing.T) {
+	amd64 := []byte{
+		0x55,                         // PUSHQ BP
+		0xe8, 0x10, 0x00, 0x00, 0x00, // CALL +0x10
+		0xff, 0xd2, // CALL DX
+		0xe8, 0xf0, 0xff, 0xff, 0xff, // CALL -0x10
+	}
+	want := []call{{pc: 0x1001, target: 0x1016, direct: true}, {pc: 0x1006}, {pc: 0x1008, target: 0xffd, direct: true}}
+	if got := calls("amd64", 0x1000, amd64); !slices.Equal(got, want) {
+		t.Errorf("amd64: %+v, want %+v", got, want)
+	}
+	arm64 := []byte{
+		0xfd, 0x7b, 0xbf, 0xa9, // STP (R29, R30), -16(RSP)!
+		0x08, 0x00, 0x00, 0x94, // BL +0x20
+		0x20, 0x00, 0x3f, 0xd6, // BLR R1
+		0xff, 0xff, 0xff, 0x97, // BL -4
+	}
+	want = []call{{pc: 0x1004, target: 0x1024, direct: true}, {pc: 0x1008}, {pc: 0x100c, target: 0x1008, direct: true}}
+	if got := calls("arm64", 0x1000, arm64); !slices.Equal(got, want) {
+		t.Errorf("arm64: %+v, want %+v", got, want)
+	}
+}
+
+// TestWrapperNamesArm64 names the wrappers of the names fixture built for
+// arm64 as those of the amd64 build: the same source, the same calls.
+func TestWrapperNamesArm64(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping: builds the fixture for arm64")
+	}
+	names := func(goarch string) map[string]string {
+		exe := filepath.Join(t.TempDir(), "names-"+goarch)
+		cmd := exec.Command(fixtureGo(), "build", "-o", exe, "./testdata/names")
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building the fixture for %s: %v\n%s", goarch, err, out)
+		}
+		bin, err := gobin.Open(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bin.Close()
+		n := newStartNamer(bin, 0)
+		out := map[string]string{}
+		for _, f := range bin.Funcs {
+			if strings.HasPrefix(f.Name, "main.") && isWrapper(&f) {
+				out[f.Name] = n.name(f.Entry).fn.Func
+			}
+		}
+		return out
+	}
+	amd64, arm64 := names("amd64"), names("arm64")
+	if !maps.Equal(amd64, arm64) {
+		t.Errorf("wrappers named differently\namd64: %v\narm64: %v", amd64, arm64)
+	}
+	if amd64["main.main.gowrap1"] != "main.plain" {
+		t.Errorf("main.main.gowrap1 (go plain(1)) named %q on amd64", amd64["main.main.gowrap1"])
 	}
 }
