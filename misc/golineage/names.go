@@ -12,12 +12,12 @@ import (
 
 // A goroutine is named by the function its go statement names. Its start
 // PC (g.startpc, and the start PCs of its ancestor entries) is often not
-// that function but a wrapper the compiler made: "go f(x)" starts
-// f.gowrapN (named after the enclosing function: main.handler.gowrap1),
-// which calls f(x) with the arguments saved in its closure, and a method
-// value starts T.m-fm, which calls T.m. The runtime's own dump leaves the
-// wrappers out, so its outermost frame is f; ps, tree and waits name the
-// goroutine so too, by looking into the wrapper (resolveStart):
+// that function but a wrapper the compiler made: "go f(x)" in F starts
+// F.gowrapN (main.handler.gowrap1), which calls f(x) with the arguments
+// saved in its closure, and a method value starts T.m-fm, which calls
+// T.m. The runtime's own dump leaves the wrappers out, so its outermost
+// frame is f; ps, tree and waits name the goroutine so too, by looking
+// into the wrapper (startNamer.resolve):
 //
 //   - a function that is not a wrapper is its own name: "go func(){...}()"
 //     starts main.main.func1, and a closure that calls a function value
@@ -26,11 +26,11 @@ import (
 //   - a wrapper whose call was inlined names the function its inline tree
 //     says was inlined into its own body;
 //   - otherwise its machine code is decoded, and the first call made from
-//     its own body that does not go to the runtime (runtime.morestack and
-//     the like; for the runtime's own wrappers, only those helpers) names
-//     it, if it is a direct call; a call through a
-//     register (go fn(x) with fn a function value, or an interface method)
-//     leaves the wrapper's name.
+//     its own body that is not to a runtime helper (runtime.morestack and
+//     the like: any runtime function, unless the wrapper is the runtime's
+//     own) names it, if it is a direct call; a call through a register
+//     (go fn(x) with fn a function value, or an interface method) leaves
+//     the wrapper's name.
 //
 // A wrapper may call another (a pointer method wrapper around a value
 // method), so the rule is applied again to the function found, a few
@@ -84,7 +84,7 @@ func (n *startNamer) resolve(pc uint64) startName {
 		}
 		sn.fn, sn.wrapper = *fr, &outer
 		if next == nil {
-			break // an inlined function: a wrapper is never inlined
+			break // inlined: no code of its own to look into
 		}
 		f = next
 	}
