@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -214,5 +215,30 @@ func TestTreeGroups(t *testing.T) {
 		len(root.Children[1].Children) != 1 || !slices.Equal(root.Children[1].Children[0].Goids, []uint64{20, 21, 22, 23}) ||
 		root.Children[0].State != "exited" || root.Children[1].Children[0].WaitReason != "sleep" {
 		t.Errorf("tree -json: %s", b.String())
+	}
+}
+
+// TestWaitsListsEveryWaiter: every goroutine that ps -json shows waiting
+// is in some group of waits -json (the runtime's own included), and
+// nothing else is.
+func TestWaitsListsEveryWaiter(t *testing.T) {
+	want := map[uint64]bool{}
+	for _, g := range parsePsJSON(t, parkedOutput(t, "ps", "-json")) {
+		if g.State == "waiting" {
+			want[g.Goid] = true
+		}
+	}
+	got := map[uint64]bool{}
+	for _, l := range strings.Split(strings.TrimSuffix(parkedOutput(t, "waits", "-json"), "\n"), "\n") {
+		var g waitGroupJSON
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatalf("waits -json: %v in line %q", err, l)
+		}
+		for _, w := range g.Goroutines {
+			got[w.Goid] = true
+		}
+	}
+	if len(want) < 13 || !maps.Equal(got, want) {
+		t.Errorf("waits lists goroutines %v; ps shows %v waiting", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 	}
 }
