@@ -149,7 +149,7 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf 
 				return
 			case <-tick.C:
 			}
-			if interrupted.Load() {
+			if pf.ctx.Err() != nil {
 				cmd.Process.Signal(os.Interrupt)
 				return
 			}
@@ -172,7 +172,7 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf 
 		return perr
 	case gone.Load():
 		return fmt.Errorf("process %d exited", pid)
-	case werr != nil && !interrupted.Load():
+	case werr != nil && pf.ctx.Err() == nil:
 		return fmt.Errorf("bpftrace: %v: %s (loading BPF programs needs root or CAP_BPF and CAP_PERFMON)", werr, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return nil

@@ -296,7 +296,7 @@ func TestGoldenSymbolize(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if err := cmdSymbolize([]string{"-bias", fmt.Sprint(snap.bias), snap.bin.Path}, strings.NewReader(in.String()), &out); err != nil {
+	if err := cmdSymbolize(snap.bin, snap.bias, strings.NewReader(in.String()), &out); err != nil {
 		t.Fatal(err)
 	}
 	// Threads in a stable order: by their answers.
@@ -323,7 +323,7 @@ func TestGoldenUnwind(t *testing.T) {
 		outR, outW := io.Pipe()
 		errc := make(chan error, 1)
 		go func() {
-			errc <- cmdUnwind([]string{"-bias", fmt.Sprint(snap.bias), snap.bin.Path}, inR, outW)
+			errc <- cmdUnwind(snap.bin, snap.bias, inR, outW)
 			outW.Close()
 		}()
 		fmt.Fprintf(inW, "%#x %#x %#x %#x\n", th.Regs.PC, th.Regs.SP, th.Regs.FP, th.Regs.LR)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -46,42 +47,53 @@ type goroutineSet struct {
 	monoNow, wallNow int64
 }
 
-// targetArgs parses "PID" or "--core CORE EXE" for the goroutine commands.
+// targetArgs is what the goroutine commands read: "PID" or "--core CORE
+// EXE", and how.
 type targetArgs struct {
 	pid       int
 	core, exe string
 	stop      bool // -stop: hold a live process stopped for the whole read
 	stats     bool // -stats: report the read's cost on stderr
+	filter    filter
 }
 
-func parseTarget(cmd string, fl *flag.FlagSet, core string) (targetArgs, error) {
-	ta := targetArgs{stop: boolFlag(fl, "stop"), stats: boolFlag(fl, "stats")}
-	if core != "" {
-		if fl.NArg() != 1 {
-			return targetArgs{}, usageError{cmd + " --core CORE EXE: need exactly one EXE"}
+// add defines the flags of the commands that read every goroutine.
+func (ta *targetArgs) add(fl *flag.FlagSet) {
+	fl.StringVar(&ta.core, "core", "", "read the core file `CORE` instead of a live process; EXE follows")
+	fl.BoolVar(&ta.stop, "stop", false, "stop every thread of a live process for the whole read (one instant, at the cost of stopping the target throughout)")
+	fl.BoolVar(&ta.stats, "stats", false, "print to standard error how long the read took and how long threads were stopped")
+	ta.filter.add(fl)
+}
+
+// parse reads the operands: PID, or EXE after --core.
+func (ta *targetArgs) parse(inv *invocation) error {
+	if ta.core != "" {
+		if len(inv.args) != 1 {
+			return inv.usage("--core CORE EXE: need exactly one EXE")
 		}
-		ta.core, ta.exe = core, fl.Arg(0)
-		return ta, nil
+		ta.exe = inv.args[0]
+		return nil
 	}
-	if fl.NArg() != 1 {
-		return targetArgs{}, usageError{cmd + ": need exactly one PID (or --core CORE EXE)"}
+	if len(inv.args) != 1 {
+		return inv.usage("need exactly one PID (or --core CORE EXE)")
 	}
 	var err error
-	ta.pid, err = parsePID(fl.Arg(0))
-	return ta, err
+	ta.pid, err = parsePID(inv.args[0])
+	return err
 }
 
 // withSnapshot holds the target still (stops every thread of a live
 // process, or opens a core) and runs f on it. Warnings about the input (a
 // truncated core) come back as an error after f ran. The stop is recorded
 // in stats, if not nil.
-func withSnapshot(ta targetArgs, native bool, stderr io.Writer, stats *readStats, f func(snap *snapshot)) error {
+func withSnapshot(ctx context.Context, ta targetArgs, native bool, stderr io.Writer, stats *readStats, f func(snap *snapshot)) error {
 	if ta.core != "" {
 		snap, closer, err := openCore(ta.core, ta.exe, native, stderr)
 		if err != nil {
 			return err
 		}
 		defer closer()
+		snap.ctx = ctx
 		f(snap)
 		if len(snap.warnings) > 0 {
 			return fmt.Errorf("%s: %s", ta.core, strings.Join(snap.warnings, "; "))
@@ -105,12 +117,15 @@ func withSnapshot(ta targetArgs, native bool, stderr io.Writer, stats *readStats
 	if err != nil {
 		return err
 	}
-	tr := target.NewTracer()
+	if err := target.CheckTracer(ta.pid); err != nil {
+		return err
+	}
+	tr := target.NewTracerContext(ctx)
 	defer tr.Close()
 	var n int
 	d, err := tr.Stop(ta.pid, true, func(st *target.Stopped) {
 		n = len(st.Threads)
-		f(&snapshot{bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi, live: true})
+		f(&snapshot{ctx: ctx, bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi, live: true})
 	})
 	if stats != nil && n > 0 {
 		stats.stops = append(stats.stops, threadStop{threads: n, d: d, held: d})
@@ -130,6 +145,9 @@ func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, e
 		return nil, err
 	}
 	set := newGoroutineSet(snap, view.Note, gs, nil, threads, torn)
+	if err := snap.canceled(); err != nil {
+		return nil, err
+	}
 	set.nameStarts() // now: the executable is closed once the snapshot is
 	return set, nil
 }
@@ -233,59 +251,61 @@ func (s *goroutineSet) createdAt(g *goroutine) string {
 	return fmt.Sprintf("%s:%d", l.File, l.Line)
 }
 
-func cmdPs(args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("ps", flag.ContinueOnError)
-	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
+func psFlags(fl *flag.FlagSet) func(*invocation) error {
+	var ta targetArgs
+	ta.add(fl)
 	asJSON := fl.Bool("json", false, "print JSON, one object per goroutine and line")
 	stacks := fl.Bool("stacks", false, "with -json, give each goroutine's stack")
-	if err := parseFlags(fl, args, stderr); err != nil {
-		return err
-	}
-	return goroutineCommand("ps", fl, *core, stdout, stderr, func(w *bufio.Writer, s *goroutineSet) error {
-		if *asJSON {
-			s.machine = true
-			return s.writeJSON(w, *stacks)
+	return func(inv *invocation) error {
+		if *stacks && !*asJSON {
+			return inv.usage("-stacks needs -json (stacks -all prints every goroutine's stack as text)")
 		}
-		s.writePs(w)
-		return nil
-	})
+		return goroutineCommand(inv, &ta, func(w *bufio.Writer, s *goroutineSet) error {
+			if *asJSON {
+				s.machine = true
+				return s.writeJSON(w, *stacks)
+			}
+			s.writePs(w)
+			return nil
+		})
+	}
 }
 
-func cmdTree(args []string, stdout, stderr io.Writer) error {
-	return simpleGoroutineCommand("tree", args, stdout, stderr, (*goroutineSet).writeTree, (*goroutineSet).writeTreeJSON)
+func treeFlags(fl *flag.FlagSet) func(*invocation) error {
+	return simpleGoroutineCommand(fl, (*goroutineSet).writeTree, (*goroutineSet).writeTreeJSON)
 }
 
-func cmdWaits(args []string, stdout, stderr io.Writer) error {
-	return simpleGoroutineCommand("waits", args, stdout, stderr, (*goroutineSet).writeWaits, (*goroutineSet).writeWaitsJSON)
+func waitsFlags(fl *flag.FlagSet) func(*invocation) error {
+	return simpleGoroutineCommand(fl, (*goroutineSet).writeWaits, (*goroutineSet).writeWaitsJSON)
 }
 
-// simpleGoroutineCommand is a goroutine command with no flags but -core
+// simpleGoroutineCommand is a goroutine command with only the read flags
 // and -json: write prints text, writeJSON one JSON object per line.
-func simpleGoroutineCommand(name string, args []string, stdout, stderr io.Writer, write func(*goroutineSet, io.Writer), writeJSON func(*goroutineSet, io.Writer) error) error {
-	fl := flag.NewFlagSet(name, flag.ContinueOnError)
-	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
+func simpleGoroutineCommand(fl *flag.FlagSet, write func(*goroutineSet, io.Writer), writeJSON func(*goroutineSet, io.Writer) error) func(*invocation) error {
+	var ta targetArgs
+	ta.add(fl)
 	asJSON := fl.Bool("json", false, "print JSON, one object per line")
-	if err := parseFlags(fl, args, stderr); err != nil {
-		return err
+	return func(inv *invocation) error {
+		return goroutineCommand(inv, &ta, func(w *bufio.Writer, s *goroutineSet) error {
+			if *asJSON {
+				s.machine = true
+				return writeJSON(s, w)
+			}
+			write(s, w)
+			return nil
+		})
 	}
-	return goroutineCommand(name, fl, *core, stdout, stderr, func(w *bufio.Writer, s *goroutineSet) error {
-		if *asJSON {
-			s.machine = true
-			return writeJSON(s, w)
-		}
-		write(s, w)
-		return nil
-	})
 }
 
 // goroutineCommand runs a goroutine command: it reads every goroutine of
-// the target (readTarget), then prints with out.
-func goroutineCommand(name string, fl *flag.FlagSet, core string, stdout, stderr io.Writer, out func(*bufio.Writer, *goroutineSet) error) error {
-	ta, err := parseTarget(name, fl, core)
-	if err != nil {
+// the target (readTarget), keeps those ta's filter chooses, then prints
+// with out.
+func goroutineCommand(inv *invocation, ta *targetArgs, out func(*bufio.Writer, *goroutineSet) error) error {
+	if err := ta.parse(inv); err != nil {
 		return err
 	}
-	r, cerr, werr := readTarget(ta, true, stderr)
+	stderr := inv.stderr
+	r, cerr, werr := readTarget(inv.ctx, *ta, true, stderr)
 	if ta.stats && r.stats != nil {
 		r.stats.write(stderr)
 	}
@@ -296,28 +316,36 @@ func goroutineCommand(name string, fl *flag.FlagSet, core string, stdout, stderr
 	if set == nil {
 		return werr
 	}
-	w := bufio.NewWriter(stdout)
-	if err := out(w, set); err != nil {
-		return err
-	}
-	notes := io.Writer(w)
-	if set.machine {
-		notes = stderr
-		if set.note != "" {
-			fmt.Fprintf(stderr, "(%s)\n", set.note)
+	ta.filter.apply(set, inv.name == "tree")
+	err := writeOutput(inv.ctx, inv.stdout, func(w *bufio.Writer) error {
+		if err := out(w, set); err != nil {
+			return err
 		}
-	}
-	if set.torn > 0 {
-		fmt.Fprintf(notes, "(%d goroutines changed while read and were left out)\n", set.torn)
-	}
-	if err := w.Flush(); err != nil {
+		notes := io.Writer(w)
+		if set.machine {
+			notes = stderr
+			if set.note != "" {
+				fmt.Fprintf(stderr, "(%s)\n", set.note)
+			}
+		}
+		if set.torn > 0 {
+			fmt.Fprintf(notes, "(%d goroutines changed while read and were left out)\n", set.torn)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	return werr
 }
 
+// writePs prints one line per goroutine. Each column is as wide as its
+// longest entry (at least as wide as it has always been), so a long state
+// ("sync.WaitGroup.Wait, 1234 minutes") or a select over many channels
+// does not push the columns after it out of line.
 func (s *goroutineSet) writePs(w io.Writer) {
-	fmt.Fprintf(w, "%-7s %-7s %-6s %-28s %-24s %s\n", "GOID", "PARENT", "THREAD", "STATE", "WAITS ON", "FUNCTION (CREATED AT)")
+	rows := make([][6]string, 0, len(s.gs)+1)
+	rows = append(rows, [6]string{"GOID", "PARENT", "THREAD", "STATE", "WAITS ON", "FUNCTION (CREATED AT)"})
 	for i := range s.gs {
 		g := &s.gs[i]
 		tid := "-"
@@ -332,7 +360,16 @@ func (s *goroutineSet) writePs(w io.Writer) {
 		if at := s.createdAt(g); at != "" {
 			fn += " (" + at + ")"
 		}
-		fmt.Fprintf(w, "%-7d %-7d %-6s %-28s %-24s %s\n", g.Goid, g.Record.ParentGoid, tid, g.state(), obj, fn)
+		rows = append(rows, [6]string{fmt.Sprint(g.Goid), fmt.Sprint(g.Record.ParentGoid), tid, g.state(), obj, fn})
+	}
+	width := [5]int{7, 7, 6, 28, 24}
+	for _, r := range rows {
+		for c := range width {
+			width[c] = max(width[c], len(r[c]))
+		}
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-*s %-*s %-*s %-*s %-*s %s\n", width[0], r[0], width[1], r[1], width[2], r[2], width[3], r[3], width[4], r[4], r[5])
 	}
 	if s.note != "" {
 		fmt.Fprintf(w, "(%s)\n", s.note)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -25,26 +25,6 @@ import (
 // and each goroutine kept only if it did not change while it was read
 // (lineageabi.ReadLive). A goroutine seen both on a thread and in the
 // registry is the thread's.
-
-// goroutineReaders are the commands that read every goroutine; parseFlags
-// gives them the flags of addReadFlags.
-var goroutineReaders = map[string]bool{"ps": true, "tree": true, "waits": true, "stacks": true}
-
-// addReadFlags adds the flags that choose how a live target is read.
-func addReadFlags(fl *flag.FlagSet) {
-	fl.Bool("stop", false, "stop every thread of a live process for the whole read (one instant, at the cost of stopping the target throughout)")
-	fl.Bool("stats", false, "print to standard error how long the read took and how long threads were stopped")
-}
-
-// boolFlag is the value of a boolean flag of fl, false if it has none.
-func boolFlag(fl *flag.FlagSet, name string) bool {
-	f := fl.Lookup(name)
-	if f == nil {
-		return false
-	}
-	b, _ := f.Value.(flag.Getter).Get().(bool)
-	return b
-}
 
 // maxStackCopy bounds the bytes of a parked goroutine's stack copied in one
 // piece; a walk that goes beyond reads the rest word by word.
@@ -81,7 +61,9 @@ func (s *readStats) write(w io.Writer) {
 		longest = max(longest, st.d)
 		held = max(held, st.held)
 	}
-	fmt.Fprintf(w, "golineage: %s read of %d goroutines in %v (%.0f ns per goroutine), cpu %v; %d stops, longest %v (held %v), thread stop time %v summed over threads",
+	// "held" is the longest time from a stop's first seizure to its
+	// detach: the stop itself, plus the wait for the threads to stop.
+	fmt.Fprintf(w, "golineage: %s read of %d goroutines in %v (%.0f ns per goroutine), cpu %v; %d stops, longest %v (held %v, with the wait for its threads to stop), thread stop time %v summed over threads",
 		s.mode, s.gs, s.read.Round(time.Microsecond), float64(s.read.Nanoseconds())/float64(max(s.gs, 1)), s.cpu.Round(time.Microsecond),
 		len(s.stops), longest.Round(time.Microsecond), held.Round(time.Microsecond), total.Round(time.Microsecond))
 	if s.mode == "live" {
@@ -120,10 +102,10 @@ type goroutineRead struct {
 // (withSnapshot); otherwise readLive reads it. cerr is an error of the
 // goroutine read; werr a warning about the input (a truncated core),
 // returned after the output.
-func readTarget(ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cerr, werr error) {
+func readTarget(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cerr, werr error) {
 	if ta.core != "" || ta.stop || !all {
 		r.stats = newReadStats("stopped")
-		werr = withSnapshot(ta, false, stderr, r.stats, func(snap *snapshot) {
+		werr = withSnapshot(ctx, ta, false, stderr, r.stats, func(snap *snapshot) {
 			r.snap, r.threads = snap, collect(snap)
 			if all {
 				r.set, cerr = collectGoroutines(snap, r.threads)
@@ -135,13 +117,13 @@ func readTarget(ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cer
 		}
 		return r, cerr, werr
 	}
-	r, err := readLive(ta.pid)
+	r, err := readLive(ctx, ta.pid)
 	return r, err, nil
 }
 
 // readLive reads the threads and every goroutine of live process pid
 // without holding it stopped.
-func readLive(pid int) (goroutineRead, error) {
+func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	var r goroutineRead
 	bin, err := openLive(pid)
 	if err != nil {
@@ -164,12 +146,19 @@ func readLive(pid int) (goroutineRead, error) {
 		bin.Close()
 		return r, err
 	}
+	if err := target.CheckTracer(pid); err != nil {
+		bin.Close()
+		return r, err
+	}
 	stack.Table(bin) // decoded before the read, not while a thread is stopped
 	st := newReadStats("live")
 	mem := target.ProcMem(pid)
-	snap := &snapshot{bin: bin, bias: bias, mem: mem, abi: abi, live: true}
+	snap := &snapshot{ctx: ctx, bin: bin, bias: bias, mem: mem, abi: abi, live: true}
 	view, verr := abi.Load(mem, bias)
-	tr := target.NewTracer()
+	if verr == nil {
+		view = view.WithContext(ctx)
+	}
+	tr := target.NewTracerContext(ctx)
 	defer tr.Close()
 	reads, err := readThreadsEach(tr, pid, snap, view, verr, st)
 	if err != nil {
@@ -202,6 +191,9 @@ func readThreadsEach(tr *target.Tracer, pid int, snap *snapshot, view *lineageab
 	var out []threadRead
 	tr.Do(func() {
 		for _, tid := range tids {
+			if err = snap.canceled(); err != nil {
+				return
+			}
 			var stopped int
 			var since time.Time
 			d, serr := tr.StopThreadOnThread(pid, tid, true, func(s *target.Stopped) {
@@ -243,6 +235,9 @@ func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.T
 		return nil, err
 	}
 	set := newGoroutineSet(snap, view.Note, gs, walks, threads, lst.Torn)
+	if err := snap.canceled(); err != nil {
+		return nil, err
+	}
 	for _, g := range set.gs {
 		if g.TID == 0 && g.Status == lineageabi.StatusRunning {
 			st.late++
@@ -429,6 +424,9 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 	}
 	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(gs[i].Goid, gs[j].Goid) })
 	for k, i := range order {
+		if snap.canceled() != nil {
+			break // the caller returns the error
+		}
 		g := &gs[i]
 		if k > 0 && gs[order[k-1]].Goid == g.Goid {
 			continue

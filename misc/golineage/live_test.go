@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func TestLiveReadStops(t *testing.T) {
 		traced = append(traced, tracedThreads(p.pid())...)
 	}
 	defer func() { testHookWalk = nil }()
-	r, err := readLive(p.pid())
+	r, err := readLive(context.Background(), p.pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestLiveReadChurn(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for reads < 5 || retried == 0 && time.Now().Before(deadline) {
 		reads++
-		r, err := readLive(p.pid())
+		r, err := readLive(context.Background(), p.pid())
 		if err != nil {
 			t.Fatal(err)
 		}

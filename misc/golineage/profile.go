@@ -2,11 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,44 +32,49 @@ type profileFlags struct {
 	consistent bool
 	wall       bool
 
-	stdout, stderr io.Writer // where the command writes
+	ctx            context.Context // sampling ends when it is done
+	stdout, stderr io.Writer       // where the command writes
 }
 
-func cmdProfile(args []string, stdout, stderr io.Writer) error {
-	pf := profileFlags{stdout: stdout, stderr: stderr}
-	fl := flag.NewFlagSet("profile", flag.ContinueOnError)
-	fl.IntVar(&pf.hz, "hz", 99, "samples per second")
-	fl.DurationVar(&pf.duration, "duration", 10*time.Second, "how long to sample")
-	fl.StringVar(&pf.out, "o", "", "output `file` (default golineage.pb.gz for pprof, standard output for folded)")
-	fl.StringVar(&pf.format, "format", "pprof", "output format: pprof, folded (flame-graph scripts) or svg (a flame graph)")
-	fl.StringVar(&pf.collector, "collector", "ptrace", "ptrace (stop threads from user space) or bpf (copy stacks in the kernel with bpftrace)")
+func profileFlagSet(fl *flag.FlagSet) func(*invocation) error {
+	var pf profileFlags
+	fl.IntVar(&pf.hz, "hz", 99, "samples per second (`N`)")
+	fl.DurationVar(&pf.duration, "duration", 10*time.Second, "how long to sample (`D`)")
+	fl.StringVar(&pf.out, "o", "", "output `FILE` (default golineage.pb.gz for pprof, standard output for folded and svg); written whole or not at all")
+	fl.StringVar(&pf.format, "format", "pprof", "output format, `pprof|folded|svg`: pprof, folded stacks (flame-graph scripts) or an SVG flame graph")
+	fl.StringVar(&pf.collector, "collector", "ptrace", "`ptrace|bpf`: stop threads from user space (ptrace), or copy stacks in the kernel with bpftrace (bpf)")
 	fl.BoolVar(&pf.native, "native", false, "native stacks only (allowed for binaries without the lineage ABI)")
 	fl.BoolVar(&pf.running, "running", false, "keep only samples of threads that were running (a CPU profile)")
 	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times and the sampling loop's CPU time to standard error")
 	fl.BoolVar(&pf.consistent, "consistent", false, "stop all threads together for each sample (a snapshot consistent across threads; costs the target more)")
 	fl.BoolVar(&pf.wall, "wall", false, "wall-clock profile of every goroutine, running or not (from the goroutine registry, read with no thread stopped; with -consistent, all threads stop for each sample)")
-	if err := parseFlags(fl, args, stderr); err != nil {
-		return err
+	return func(inv *invocation) error {
+		pf.ctx, pf.stdout, pf.stderr = inv.ctx, inv.stdout, inv.stderr
+		return runProfile(inv, pf)
 	}
-	if fl.NArg() != 1 {
-		return usageError{"profile: need exactly one PID"}
+}
+
+func runProfile(inv *invocation, pf profileFlags) error {
+	stderr := pf.stderr
+	if len(inv.args) != 1 {
+		return inv.usage("need exactly one PID")
 	}
 	if pf.hz <= 0 || pf.hz > 10000 {
-		return usageError{fmt.Sprintf("-hz %d: want 1..10000", pf.hz)}
+		return inv.usage("-hz %d: want 1..10000", pf.hz)
 	}
 	if pf.duration <= 0 {
-		return usageError{"-duration must be positive"}
+		return inv.usage("-duration must be positive")
 	}
 	if pf.format != "pprof" && pf.format != "folded" && pf.format != "svg" {
-		return usageError{fmt.Sprintf("-format %q: want pprof, folded or svg", pf.format)}
+		return inv.usage("-format %q: want pprof, folded or svg", pf.format)
 	}
 	if pf.collector != "ptrace" && pf.collector != "bpf" {
-		return usageError{fmt.Sprintf("-collector %q: want ptrace or bpf", pf.collector)}
+		return inv.usage("-collector %q: want ptrace or bpf", pf.collector)
 	}
 	if pf.wall && (pf.collector != "ptrace" || pf.native || pf.running) {
-		return usageError{"-wall needs the ptrace collector and the lineage ABI; it cannot be combined with -native or -running"}
+		return inv.usage("-wall needs the ptrace collector and the lineage ABI; it cannot be combined with -native or -running")
 	}
-	pid, err := parsePID(fl.Arg(0))
+	pid, err := parsePID(inv.args[0])
 	if err != nil {
 		return err
 	}
@@ -91,7 +96,7 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	}
 	auxv, err := target.ReadAuxv(pid)
 	if err != nil {
-		return fmt.Errorf("process %d: %v", pid, err)
+		return fmt.Errorf("process %d: %w", pid, err)
 	}
 	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
 	if err != nil {
@@ -101,8 +106,11 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	b.Title = fmt.Sprintf("golineage profile of %s (pid %d), %d Hz, %s collector", filepath.Base(bin.Path), pid, pf.hz, pf.collector)
 	if pf.collector == "bpf" {
 		err = sampleBPF(pid, bin, bias, abi, pf, b)
-	} else {
+	} else if err = target.CheckTracer(pid); err == nil {
 		err = samplePtrace(pid, bin, bias, abi, pf, b)
+	}
+	if errors.Is(err, context.Canceled) {
+		err = nil // interrupted: what was sampled is written
 	}
 	if err != nil && b.Len() == 0 {
 		return err
@@ -113,13 +121,14 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	return out.write(b, pf)
 }
 
-// output is where a profile goes: a file opened (and so checked) before
-// sampling, or standard output.
+// output is where a profile goes: a temporary file next to the -o path,
+// created (and so checked) before sampling and renamed to it once the
+// profile is written whole, or standard output. A run that fails leaves
+// no file and an older one in place.
 type output struct {
-	path    string
-	f       *os.File // nil for standard output
-	created bool     // the file did not exist before this run
-	done    bool
+	path string
+	f    *os.File // the temporary file; nil for standard output
+	done bool
 }
 
 func openOutput(pf profileFlags) (*output, error) {
@@ -130,35 +139,29 @@ func openOutput(pf profileFlags) (*output, error) {
 	if o.path == "" || o.path == "-" {
 		return o, nil
 	}
-	_, statErr := os.Stat(o.path)
-	f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_CREATE, 0o666)
+	if st, err := os.Stat(o.path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("cannot write the profile (-o): %s is not a regular file", o.path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(o.path), "."+filepath.Base(o.path)+".*.tmp")
 	if err != nil {
 		return nil, fmt.Errorf("cannot write the profile (-o): %w", err)
 	}
-	o.f, o.created = f, errors.Is(statErr, fs.ErrNotExist)
+	o.f = f
 	return o, nil
 }
 
-// abandon closes an output that was never written, removing the file if
-// this run created it.
+// abandon removes the temporary file of an output that was not written.
 func (o *output) abandon() {
 	if o.f == nil || o.done {
 		return
 	}
 	o.f.Close()
-	if o.created {
-		os.Remove(o.path)
-	}
+	os.Remove(o.f.Name())
 }
 
 func (o *output) write(b *pprofout.Builder, pf profileFlags) error {
-	o.done = true
 	w := pf.stdout
 	if o.f != nil {
-		if err := o.f.Truncate(0); err != nil {
-			o.f.Close()
-			return err
-		}
 		w = o.f
 	}
 	bw := bufio.NewWriter(w)
@@ -174,22 +177,31 @@ func (o *output) write(b *pprofout.Builder, pf profileFlags) error {
 	if err == nil {
 		err = bw.Flush()
 	}
-	if o.f != nil {
-		if cerr := o.f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			fmt.Fprintf(pf.stderr, "golineage: wrote %d samples to %s\n", b.Len(), o.path)
-		}
+	if o.f == nil {
+		return err
 	}
-	return err
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(o.f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(o.f.Name(), o.path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the profile to %s: %w", o.path, err)
+	}
+	o.done = true
+	fmt.Fprintf(pf.stderr, "golineage: wrote %d samples to %s\n", b.Len(), o.path)
+	return nil
 }
 
 // samplePtrace stops all threads at each tick, copies their stacks and
 // lineage, and resumes them before doing anything else (symbolization and
 // output happen after sampling).
 func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
-	tr := target.NewTracer()
+	tr := target.NewTracerContext(pf.ctx)
 	defer tr.Close()
 	period := time.Second / time.Duration(pf.hz)
 	deadline := time.Now().Add(pf.duration)
@@ -230,7 +242,7 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 	var cache lineageabi.Cache[*pprofout.Sample]
 	tr.Do(func() {
 		next := time.Now()
-		for time.Now().Before(deadline) && !interrupted.Load() {
+		for time.Now().Before(deadline) && pf.ctx.Err() == nil {
 			var samples []pprofout.Sample
 			var parked []*pprofout.Sample
 			var err error
@@ -238,7 +250,7 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 				var window time.Duration
 				var n int
 				window, err = tr.StopOnThread(pid, pf.running, func(st *target.Stopped) {
-					snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi}
+					snap := &snapshot{ctx: pf.ctx, bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi}
 					view := loadViewOrNil(snap)
 					samples = sampleThreads(snap, view, pf.running)
 					if pf.wall {
@@ -250,14 +262,17 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 				// Every thread was held for the whole window.
 				stops = append(stops, window*time.Duration(n))
 			} else {
-				samples, err = sampleEach(tr, pid, bin, bias, abi, pf.running, pf.wall, &stops, &threads)
+				samples, err = sampleEach(pf.ctx, tr, pid, bin, bias, abi, pf.running, pf.wall, &stops, &threads)
 				if err == nil && pf.wall {
 					// Threads one at a time, then the parked goroutines
 					// with none stopped.
 					samples = goroutineSamples(samples)
-					snap := &snapshot{bin: bin, bias: bias, mem: target.ProcMem(pid), abi: abi, live: true}
+					snap := &snapshot{ctx: pf.ctx, bin: bin, bias: bias, mem: target.ProcMem(pid), abi: abi, live: true}
 					parked = sampleParkedLive(snap, &cache, samples)
 				}
+			}
+			if pf.ctx.Err() != nil {
+				return // interrupted: this tick's samples may be partial
 			}
 			if err != nil {
 				if processGone(pid) || errors.Is(err, target.ErrGone) {
@@ -301,18 +316,23 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 // goroutinesOnly (a wall-clock profile, which keeps only the samples of
 // threads running a goroutine), a thread whose region says it runs none is
 // not stopped at all: the idle Ms of a busy server are most of its threads.
-func sampleEach(tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, running, goroutinesOnly bool, stops *[]time.Duration, counts *threadCounts) ([]pprofout.Sample, error) {
+func sampleEach(ctx context.Context, tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, running, goroutinesOnly bool, stops *[]time.Duration, counts *threadCounts) ([]pprofout.Sample, error) {
 	tids, err := target.ListThreads(pid)
 	if err != nil {
 		return nil, err
 	}
 	var view *lineageabi.View
 	if abi != nil {
-		view, _ = abi.Load(target.ProcMem(pid), bias)
+		if view, _ = abi.Load(target.ProcMem(pid), bias); view != nil {
+			view = view.WithContext(ctx)
+		}
 	}
 	var out []pprofout.Sample
 	var total time.Duration
 	for _, tid := range tids {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if goroutinesOnly && view != nil && !view.RunsGoroutine(uint64(tid)) {
 			continue
 		}
@@ -395,6 +415,9 @@ func sampleParked(snap *snapshot, view *lineageabi.View, onThreads []pprofout.Sa
 	sampled := sampledGoids(onThreads)
 	var out []pprofout.Sample
 	for _, g := range gs {
+		if snap.canceled() != nil {
+			return nil // the sampling loop ends
+		}
 		regs, ok := savedRegs(g)
 		if !ok || sampled[g.Goid] {
 			continue // running, or in a system call on its thread: sampled with the thread

@@ -44,6 +44,18 @@ func TestUnwritableOutput(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("failed run left %s behind", out)
 	}
+	// ... nor overwrites a profile already there (issue 24), nor leaves
+	// its temporary file.
+	os.WriteFile(out, []byte("old"), 0o644)
+	if _, _, code := tool(t, "profile", "-native", "-duration", "1s", "-o", out, "999999999"); code == 0 {
+		t.Fatal("profile of a process that does not exist: exit 0")
+	}
+	if b, err := os.ReadFile(out); string(b) != "old" {
+		t.Errorf("failed run changed %s: %q, %v", out, b, err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("failed run left files in %s: %v", dir, es)
+	}
 }
 
 // TestBPFNoticesExit: the bpf collector ends when the target exits and says

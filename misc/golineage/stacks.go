@@ -2,10 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -18,6 +18,7 @@ import (
 
 // snapshot is a target held still: a stopped process or a core file.
 type snapshot struct {
+	ctx     context.Context // nil: never canceled
 	bin     *gobin.Binary
 	bias    uint64
 	threads []target.Thread
@@ -29,21 +30,27 @@ type snapshot struct {
 	warnings []string
 }
 
-func cmdStacks(args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("stacks", flag.ContinueOnError)
+func stacksFlags(fl *flag.FlagSet) func(*invocation) error {
+	var ta targetArgs
+	ta.add(fl)
 	native := fl.Bool("native", false, "print native stacks only (allowed for binaries without the lineage ABI)")
 	all := fl.Bool("all", false, "also print every goroutine that is not running, from the goroutine registry")
-	core := fl.String("core", "", "read a core `file` instead of a live process; EXE follows")
-	if err := parseFlags(fl, args, stderr); err != nil {
-		return err
+	return func(inv *invocation) error {
+		if *all && *native {
+			return inv.usage("-all needs the lineage ABI; it cannot be combined with -native")
+		}
+		if ta.filter.active() && *native {
+			return inv.usage("-goid, -state and -func need the lineage ABI; they cannot be combined with -native")
+		}
+		if err := ta.parse(inv); err != nil {
+			return err
+		}
+		return runStacks(inv, ta, *native, *all)
 	}
-	if *all && *native {
-		return usageError{"stacks: -all needs the lineage ABI; it cannot be combined with -native"}
-	}
-	ta, err := parseTarget("stacks", fl, *core)
-	if err != nil {
-		return err
-	}
+}
+
+func runStacks(inv *invocation, ta targetArgs, native, all bool) error {
+	stderr := inv.stderr
 	var (
 		snap    *snapshot
 		threads []stack.Thread
@@ -51,13 +58,15 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 		serr    error
 		werr    error
 	)
-	if *native {
-		werr = withSnapshot(ta, true, stderr, nil, func(s *snapshot) {
+	if native {
+		werr = withSnapshot(inv.ctx, ta, true, stderr, nil, func(s *snapshot) {
 			snap, threads = s, collect(s)
 		})
 	} else {
+		// A filter needs every goroutine's state and stack, even for
+		// the threads alone.
 		var r goroutineRead
-		r, serr, werr = readTarget(ta, *all, stderr)
+		r, serr, werr = readTarget(inv.ctx, ta, all || ta.filter.active(), stderr)
 		snap, threads, set = r.snap, r.threads, r.set
 		if ta.stats && r.stats != nil {
 			r.stats.write(stderr)
@@ -69,14 +78,20 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 		}
 		return werr
 	}
-	w := bufio.NewWriter(stdout)
-	if err := writeThreads(w, snap, threads); err != nil {
-		return err
-	}
 	if set != nil {
-		set.writeStacks(w)
+		ta.filter.apply(set, false)
+		threads = ta.filter.threads(set, threads)
 	}
-	if err := w.Flush(); err != nil {
+	err := writeOutput(inv.ctx, inv.stdout, func(w *bufio.Writer) error {
+		if err := writeThreads(w, snap, threads); err != nil {
+			return err
+		}
+		if set != nil && all {
+			set.writeStacks(w)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if serr != nil {
@@ -92,27 +107,10 @@ func writeThreads(w *bufio.Writer, snap *snapshot, threads []stack.Thread) error
 	return w.Flush()
 }
 
-// parseFlags parses a subcommand's flags; errors are usage errors, and -h
-// prints the flags' descriptions to stderr.
-func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) error {
-	fl.SetOutput(io.Discard)
-	if goroutineReaders[fl.Name()] {
-		addReadFlags(fl)
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fl.SetOutput(stderr)
-			fl.PrintDefaults()
-		}
-		return usageError{err.Error()}
-	}
-	return nil
-}
-
 func parsePID(s string) (int, error) {
 	pid, err := strconv.Atoi(s)
 	if err != nil || pid <= 0 {
-		return 0, usageError{fmt.Sprintf("%q is not a process id", s)}
+		return 0, usageError{msg: fmt.Sprintf("%q is not a process id", s)}
 	}
 	return pid, nil
 }
@@ -223,5 +221,17 @@ func loadView(snap *snapshot) (*lineageabi.View, error) {
 	if snap.abi == nil {
 		return nil, nil
 	}
-	return snap.abi.Load(snap.mem, snap.bias)
+	v, err := snap.abi.Load(snap.mem, snap.bias)
+	if err != nil {
+		return nil, err
+	}
+	return v.WithContext(snap.ctx), nil
+}
+
+// canceled is the error of snap's context, nil while the read goes on.
+func (snap *snapshot) canceled() error {
+	if snap.ctx == nil {
+		return nil
+	}
+	return snap.ctx.Err()
 }

@@ -15,25 +15,45 @@ import (
 	"fpsafe.dev/misc/internal/gobin"
 )
 
-// exeArgs parses "[-bias N] EXE" for the helper commands and opens EXE.
-func exeArgs(cmd string, args []string) (*gobin.Binary, uint64, error) {
-	fl := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	bias := fl.String("bias", "0", "load bias of the executable (PIE), subtracted from every PC")
-	if err := parseFlags(fl, args, io.Discard); err != nil {
-		return nil, 0, err
+// exeFlags defines -bias for the helper commands; open parses their
+// operand, EXE, and opens it.
+type exeFlags struct{ bias string }
+
+func (e *exeFlags) add(fl *flag.FlagSet) {
+	fl.StringVar(&e.bias, "bias", "0", "load bias `N` of the executable (PIE), subtracted from every PC")
+}
+
+func (e *exeFlags) open(inv *invocation) (*gobin.Binary, uint64, error) {
+	if len(inv.args) != 1 {
+		return nil, 0, inv.usage("need exactly one EXE")
 	}
-	if fl.NArg() != 1 {
-		return nil, 0, usageError{cmd + ": need exactly one EXE"}
-	}
-	b, err := strconv.ParseUint(*bias, 0, 64)
+	b, err := strconv.ParseUint(e.bias, 0, 64)
 	if err != nil {
-		return nil, 0, usageError{fmt.Sprintf("%s: bad -bias %q", cmd, *bias)}
+		return nil, 0, inv.usage("bad -bias %q", e.bias)
 	}
-	bin, err := gobin.Open(fl.Arg(0))
+	bin, err := gobin.Open(inv.args[0])
 	if err != nil {
 		return nil, 0, err
 	}
 	return bin, b, nil
+}
+
+func symbolizeFlags(fl *flag.FlagSet) func(*invocation) error { return helperFlags(fl, cmdSymbolize) }
+
+func unwindFlags(fl *flag.FlagSet) func(*invocation) error { return helperFlags(fl, cmdUnwind) }
+
+// helperFlags defines -bias for a helper command, which run runs on EXE.
+func helperFlags(fl *flag.FlagSet, run func(bin *gobin.Binary, bias uint64, in io.Reader, out io.Writer) error) func(*invocation) error {
+	var e exeFlags
+	e.add(fl)
+	return func(inv *invocation) error {
+		bin, bias, err := e.open(inv)
+		if err != nil {
+			return err
+		}
+		defer bin.Close()
+		return run(bin, bias, inv.stdin, inv.stdout)
+	}
 }
 
 // cmdSymbolize resolves PCs through EXE's pclntab for tools that have no Go
@@ -46,12 +66,7 @@ func exeArgs(cmd string, args []string) (*gobin.Binary, uint64, error) {
 // FUNC, FILE, LINE, OFFSET ("+0x.." for physical frames as golineage stacks
 // prints it, else empty) for the logical frames, innermost first; an empty
 // line if the PC is not in Go code.
-func cmdSymbolize(args []string, in io.Reader, out io.Writer) error {
-	bin, b0, err := exeArgs("symbolize", args)
-	if err != nil {
-		return err
-	}
-	defer bin.Close()
+func cmdSymbolize(bin *gobin.Binary, b0 uint64, in io.Reader, out io.Writer) error {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	names := newStartNamer(bin, b0)
@@ -104,12 +119,7 @@ func cmdSymbolize(args []string, in io.Reader, out io.Writer) error {
 // with "read ADDR LEN" lines, each answered by one line of hex bytes or
 // "fault". At the end it prints "frames", the stack as golineage stacks
 // prints it, and "end".
-func cmdUnwind(args []string, in io.Reader, out io.Writer) error {
-	bin, b0, err := exeArgs("unwind", args)
-	if err != nil {
-		return err
-	}
-	defer bin.Close()
+func cmdUnwind(bin *gobin.Binary, b0 uint64, in io.Reader, out io.Writer) error {
 	r := bufio.NewReader(in)
 	w := bufio.NewWriter(out)
 	defer w.Flush()

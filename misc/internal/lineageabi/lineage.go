@@ -9,6 +9,7 @@ package lineageabi
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -231,6 +232,7 @@ type View struct {
 	Note    string            // why the view is empty, if it is
 	Reg     *Registry         // nil if the target publishes no registry
 	reasons *reasonCache      // wait reason strings read so far
+	ctx     context.Context   // ends reads of every goroutine (WithContext)
 }
 
 // Load reads the header and the region registry from the target's memory.

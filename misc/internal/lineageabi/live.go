@@ -187,6 +187,11 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 		for i, r := range readers {
 			work := func() {
 				for !failed.Load() {
+					if err := v.canceled(); err != nil {
+						r.err = err
+						failed.Store(true)
+						return
+					}
 					b := int(next.Add(1) - 1)
 					if b >= len(batches) {
 						return

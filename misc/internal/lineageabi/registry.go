@@ -180,6 +180,9 @@ func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
 			return gs, torn, fmt.Errorf("registry block %#x: %d of %d records used (corrupt memory?)", b, used, nrec)
 		}
 		for i := uint32(0); i < used; i++ {
+			if err := v.canceled(); err != nil {
+				return gs, torn, err
+			}
 			addr := b + uint64(r.BlockHeaderSize) + uint64(i)*uint64(v.H.RecordSize)
 			g, ok, err := v.readGoroutine(addr)
 			switch {

@@ -6,7 +6,9 @@
 package pprofout
 
 import (
+	"debug/elf"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"sort"
@@ -157,6 +159,13 @@ func (b *Builder) Profile() *profile.Profile {
 		DurationNanos: time.Since(b.start).Nanoseconds(),
 		Comments:      b.Comments,
 	}
+	// The executable's text is the main mapping: pprof names the binary
+	// by it (else "Main binary filename not available") and finds its
+	// symbols again by its build ID.
+	m := b.mainMapping()
+	if m != nil {
+		p.Mapping = []*profile.Mapping{m}
+	}
 	funcs := map[string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {
 		k := name + "\x00" + file
@@ -175,6 +184,9 @@ func (b *Builder) Profile() *profile.Profile {
 			loc, ok := locs[lg.key]
 			if !ok {
 				loc = &profile.Location{ID: uint64(len(p.Location) + 1), Address: lg.pc}
+				if m != nil && lg.pc >= m.Start && lg.pc < m.Limit {
+					loc.Mapping = m
+				}
 				for _, l := range lg.locs {
 					name := lg.name
 					if name == "" {
@@ -200,6 +212,54 @@ func (b *Builder) Profile() *profile.Profile {
 		p.Sample = append(p.Sample, ps)
 	}
 	return p
+}
+
+// mainMapping is the mapping of the executable's text segment, nil if it
+// has none.
+func (b *Builder) mainMapping() *profile.Mapping {
+	for _, pr := range b.bin.ELF.Progs {
+		if pr.Type == elf.PT_LOAD && pr.Flags&elf.PF_X != 0 {
+			return &profile.Mapping{
+				ID:              1,
+				Start:           pr.Vaddr + b.bias,
+				Limit:           pr.Vaddr + pr.Memsz + b.bias,
+				Offset:          pr.Off,
+				File:            b.bin.Path,
+				BuildID:         buildID(b.bin.ELF),
+				HasFunctions:    true,
+				HasFilenames:    true,
+				HasLineNumbers:  true,
+				HasInlineFrames: true,
+			}
+		}
+	}
+	return nil
+}
+
+// buildID is f's GNU build ID in hex, else its Go build ID, else "" (a
+// binary whose section headers were removed).
+func buildID(f *elf.File) string {
+	for _, name := range []string{".note.gnu.build-id", ".note.go.buildid"} {
+		s := f.Section(name)
+		if s == nil {
+			continue
+		}
+		b, err := s.Data()
+		if err != nil || len(b) < 12 {
+			continue
+		}
+		namesz, descsz := uint64(f.ByteOrder.Uint32(b)), uint64(f.ByteOrder.Uint32(b[4:]))
+		off := 12 + (namesz+3)&^3
+		if off+descsz > uint64(len(b)) {
+			continue
+		}
+		desc := b[off : off+descsz]
+		if name == ".note.gnu.build-id" {
+			return hex.EncodeToString(desc)
+		}
+		return string(desc)
+	}
+	return ""
 }
 
 // WriteFolded writes one line per distinct stack, root first, frames joined

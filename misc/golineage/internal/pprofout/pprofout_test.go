@@ -48,6 +48,12 @@ func TestAggregate(t *testing.T) {
 			t.Errorf("the parked goroutine's sample counts %d, want 5", s.Value[0])
 		}
 	}
+	if len(p.Mapping) != 1 || p.Mapping[0].File != bin.Path || p.Mapping[0].BuildID == "" {
+		t.Errorf("mappings %v, want the executable's, with its path and build ID (pprof names the main binary by it)", p.Mapping)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Errorf("profile not valid: %v", err)
+	}
 	if total != 7 {
 		t.Errorf("pprof samples add up to %d, want 7", total)
 	}

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,10 +19,16 @@ import (
 // a tracee to come from the thread that attached it.
 type Tracer struct {
 	req chan func()
+	ctx context.Context
 }
 
-func NewTracer() *Tracer {
-	t := &Tracer{req: make(chan func())}
+func NewTracer() *Tracer { return NewTracerContext(context.Background()) }
+
+// NewTracerContext returns a Tracer whose stops end, with ctx's error and
+// every thread detached, once ctx is done: the loops that seize threads
+// and wait for them to stop poll it.
+func NewTracerContext(ctx context.Context) *Tracer {
+	t := &Tracer{req: make(chan func()), ctx: ctx}
 	ready := make(chan bool)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
@@ -93,6 +100,47 @@ func (e *PermissionError) Error() string {
 
 func (e *PermissionError) Unwrap() error { return e.Err }
 
+// TracedError reports a process that another tracer (a debugger) holds:
+// only one tracer at a time may attach, so a reader refuses it up front,
+// whether or not it would stop a thread.
+type TracedError struct {
+	PID, Tracer int
+}
+
+func (e *TracedError) Error() string {
+	name := ""
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", e.Tracer)); err == nil {
+		name = " (" + strings.TrimSpace(string(b)) + ")"
+	}
+	return fmt.Sprintf("process %d is already traced by process %d%s; only one tracer at a time: detach it (quit the debugger) and try again", e.PID, e.Tracer, name)
+}
+
+// CheckTracer returns a *TracedError if a thread of pid has a tracer
+// (TracerPid in /proc/PID/task/TID/status) other than this process.
+func CheckTracer(pid int) error {
+	tids, err := ListThreads(pid)
+	if err != nil {
+		return err
+	}
+	for _, tid := range tids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+		if err != nil {
+			continue // exited
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) != 2 || f[0] != "TracerPid:" {
+				continue
+			}
+			if t, _ := strconv.Atoi(f[1]); t != 0 && t != os.Getpid() {
+				return &TracedError{PID: pid, Tracer: t}
+			}
+			break
+		}
+	}
+	return nil
+}
+
 // ListThreads returns the thread ids of pid.
 func ListThreads(pid int) ([]int, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/task", pid))
@@ -144,6 +192,10 @@ func procState(pid int) string {
 // stopTimeout bounds the wait for one thread to enter ptrace-stop (a thread
 // in uninterruptible sleep stops only when it wakes).
 const stopTimeout = 2 * time.Second
+
+// cancelGrace bounds the wait for interrupted threads to stop once the
+// Tracer's context is done (they are detached then).
+const cancelGrace = 20 * time.Millisecond
 
 // Stop seizes and interrupts every thread of pid, reads their registers,
 // calls fn while they are all stopped, and detaches, all on the tracer
@@ -205,6 +257,9 @@ func (s *Stopped) stopLocked() error {
 	seen := map[int]bool{}
 	states := map[int]string{}
 	for round := 0; ; round++ {
+		if err := s.t.ctx.Err(); err != nil {
+			return fmt.Errorf("stopping process %d: %w", s.PID, err)
+		}
 		tids := s.only
 		if tids == nil {
 			var err error
@@ -301,8 +356,18 @@ func (s *Stopped) waitAll() ([]int, error) {
 	}
 	var live []int
 	deadline := time.Now().Add(stopTimeout)
+	canceled := false
 	nap := 5 * time.Microsecond
 	for len(want) > 0 {
+		if s.t.ctx.Err() != nil && !canceled {
+			// The interrupted threads stop within microseconds, and only
+			// a thread in ptrace-stop can be detached: wait a little
+			// longer for them, not the full timeout.
+			canceled = true
+			if grace := time.Now().Add(cancelGrace); grace.Before(deadline) {
+				deadline = grace
+			}
+		}
 		var ws unix.WaitStatus
 		wpid, err := unix.Wait4(-1, &ws, unix.WALL|unix.WNOHANG, nil)
 		switch {
@@ -330,6 +395,9 @@ func (s *Stopped) waitAll() ([]int, error) {
 			continue
 		}
 		if time.Now().After(deadline) {
+			if canceled {
+				break
+			}
 			for tid := range want {
 				return nil, fmt.Errorf("thread %d of process %d did not stop within %v (state %q)", tid, s.PID, stopTimeout, threadState(s.PID, tid))
 			}
@@ -339,6 +407,9 @@ func (s *Stopped) waitAll() ([]int, error) {
 		ts := unix.NsecToTimespec(nap.Nanoseconds())
 		unix.Nanosleep(&ts, nil)
 		nap = min(2*nap, 500*time.Microsecond)
+	}
+	if canceled {
+		return nil, fmt.Errorf("stopping process %d: %w", s.PID, s.t.ctx.Err())
 	}
 	sort.Ints(live)
 	return live, nil
