@@ -392,6 +392,12 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 			c.ent[rec] = &cacheEntry[T]{g: Goroutine{G: gp, RecordAddr: rec}, t: t, gen: c.gen, free: true}
 		},
 	})
+	if cerr := v.canceled(); cerr != nil {
+		// Interrupted: no more work (the plan sorts every entry); the
+		// next Read, if any, looks every record up again.
+		c.complete = false
+		return gs, out, cerr
+	}
 	for a, e := range c.ent {
 		if e.gen != c.gen {
 			delete(c.ent, a)
