@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +62,9 @@ func TestInterruptRead(t *testing.T) {
 		{[]string{"waits", "-stop", pid}, syscall.SIGHUP},
 		{[]string{"ps", "-json", "-stacks", pid}, syscall.SIGINT},
 		{[]string{"tree", pid}, syscall.SIGINT},
+		// All threads held for each tick, the first of which reads every
+		// goroutine; it writes what it sampled (nothing, here).
+		{[]string{"profile", "-wall", "-consistent", "-format", "folded", pid}, syscall.SIGINT},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args[:len(c.args)-1], " "), func(t *testing.T) {
@@ -72,7 +76,7 @@ func TestInterruptRead(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			stop := c.args[1] == "-stop" || len(c.args) > 2 && c.args[2] == "-stop"
+			stop := slices.Contains(c.args, "-stop") || slices.Contains(c.args, "-consistent")
 			if stop {
 				// The read has begun once the threads are held.
 				for !threadsHeld(p.pid()) {
@@ -104,7 +108,7 @@ func TestInterruptRead(t *testing.T) {
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 				t.Errorf("exit: %v, want status 130; stderr %q", err, stderr.String())
 			}
-			if stdout.Len() > 0 {
+			if stdout.Len() > 0 && c.args[0] != "profile" {
 				t.Errorf("an interrupted read printed %d bytes", stdout.Len())
 			}
 			if stop && resumed > time.Second {
@@ -162,4 +166,32 @@ func TestBrokenPipe(t *testing.T) {
 		t.Errorf("stderr %q, want nothing", stderr.String())
 	}
 	p.checkRunning(t)
+}
+
+// pollCtx is a context that is canceled once polled n times: a read that
+// it interrupts is in its middle by construction.
+type pollCtx struct {
+	context.Context
+	n, polls int
+}
+
+func (c *pollCtx) Err() error {
+	if c.polls++; c.polls > c.n {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestCoreReadCanceled: a read of a core ends when its context is
+// canceled in the middle of the goroutines, with nothing printed.
+func TestCoreReadCanceled(t *testing.T) {
+	exe, core := goldenParked(t)
+	for _, args := range [][]string{{"ps"}, {"stacks", "-all"}, {"tree"}} {
+		ctx := &pollCtx{Context: context.Background(), n: 5}
+		var stdout, stderr bytes.Buffer
+		err := runContext(ctx, append(args, "--core", core, exe), &stdout, &stderr)
+		if !errors.Is(err, errInterrupted) || stdout.Len() > 0 {
+			t.Errorf("%v: %v, %d bytes printed; want %v and nothing", args, err, stdout.Len(), errInterrupted)
+		}
+	}
 }

@@ -72,6 +72,9 @@ func runStacks(inv *invocation, ta targetArgs, native, all bool) error {
 			r.stats.write(stderr)
 		}
 	}
+	if err := inv.ctx.Err(); err != nil {
+		return err // interrupted: the threads read are not printed either
+	}
 	if snap == nil {
 		if serr != nil {
 			return serr
