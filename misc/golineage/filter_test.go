@@ -108,3 +108,13 @@ func lastChainGoroutine(t *testing.T) string {
 	}
 	return last
 }
+
+// TestFlagsAfterOperands: "ps --core CORE EXE -json -state sleep" reads
+// the flags after the operands (issue 24 item 8).
+func TestFlagsAfterOperands(t *testing.T) {
+	exe, core := goldenParked(t)
+	out, stderr, code := tool(t, "ps", "--core", core, exe, "-json", "-state", "sleep")
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"wait_reason":"sleep"`) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the sleeper's JSON line", code, out, stderr)
+	}
+}

@@ -196,6 +196,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	inv := &invocation{ctx: ctx, name: c.name, args: operands, stdin: stdin, stdout: stdout, stderr: stderr}
 	err = cmdRun(inv)
+	if ue, ok := err.(usageError); ok && ue.cmd == "" {
+		ue.cmd = c.name // e.g. parsePID's: the usage to see is c's
+		err = ue
+	}
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		return errInterrupted
 	}
