@@ -183,7 +183,7 @@ func (t *target) stop() {
 	t.cmd.Wait()
 }
 
-var reStats = regexp.MustCompile(`read of (\d+) goroutines in (\S+) \(\d+ ns per goroutine\), cpu (\S+); (\d+) stops, longest (\S+) \(held (\S+)\), thread stop time (\S+) summed over threads(?:; (\d+) goroutines re-read after changing, (\d+) torn)?`)
+var reStats = regexp.MustCompile(`read of (\d+) goroutines in (\S+) \(\d+ ns per goroutine\), cpu (\S+); (\d+) stops, longest (\S+) \(held ([^,)\s]+)[^)]*\), thread stop time (\S+) summed over threads(?:; (\d+) goroutines re-read after changing, (\d+) torn)?`)
 
 type psResult struct {
 	gs                             int
