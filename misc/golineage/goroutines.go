@@ -317,7 +317,7 @@ func goroutineCommand(inv *invocation, ta *targetArgs, out func(*bufio.Writer, *
 		return werr
 	}
 	ta.filter.apply(set, inv.name == "tree")
-	err := writeOutput(inv.ctx, inv.stdout, func(w *bufio.Writer) error {
+	err := writeOutput(inv.ctx, inv.stdout, stderr, func(w *bufio.Writer, stderr io.Writer) error {
 		if err := out(w, set); err != nil {
 			return err
 		}

@@ -105,7 +105,7 @@ broken pipe, as in "golineage ps PID | head": the output stops quietly).
 // interrupted is set by SIGINT/SIGTERM/SIGHUP while a command runs; the
 // command's context is canceled at the same time, and every loop that
 // reads the target polls it, so that the target is detached and resumed
-// within a fraction of a millisecond of the signal's delivery.
+// within milliseconds of the signal's delivery.
 var interrupted atomic.Bool
 
 // stdin is what symbolize and unwind read (tests replace it).
@@ -335,17 +335,17 @@ func helpFlags(fl *flag.FlagSet) func(inv *invocation) error {
 	}
 }
 
-// writeOutput runs out, which prints to w (standard output, buffered),
-// and returns out's error, or ctx's as soon as ctx is canceled: printing
-// the goroutines read may compute for seconds (a tree of 200k), and the
-// target runs again by then, so the output is left behind, unfinished,
-// and nothing more reaches stdout.
-func writeOutput(ctx context.Context, stdout io.Writer, out func(w *bufio.Writer) error) error {
-	sw := &stopWriter{w: stdout}
+// writeOutput runs out, which prints to w (stdout, buffered) and to
+// stderr, and returns out's error, or ctx's as soon as ctx is canceled:
+// printing the goroutines read may compute for seconds (a tree of 200k),
+// and the target runs again by then, so the output is left behind,
+// unfinished, and nothing more reaches stdout or stderr.
+func writeOutput(ctx context.Context, stdout, stderr io.Writer, out func(w *bufio.Writer, stderr io.Writer) error) error {
+	so, se := &stopWriter{w: stdout}, &stopWriter{w: stderr}
 	done := make(chan error, 1)
 	go func() {
-		w := bufio.NewWriter(sw)
-		err := out(w)
+		w := bufio.NewWriter(so)
+		err := out(w, se)
 		if ferr := w.Flush(); err == nil {
 			err = ferr
 		}
@@ -355,7 +355,8 @@ func writeOutput(ctx context.Context, stdout io.Writer, out func(w *bufio.Writer
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		sw.stop()
+		so.stop()
+		se.stop()
 		return ctx.Err()
 	}
 }

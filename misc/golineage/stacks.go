@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -85,7 +86,7 @@ func runStacks(inv *invocation, ta targetArgs, native, all bool) error {
 		ta.filter.apply(set, false)
 		threads = ta.filter.threads(set, threads)
 	}
-	err := writeOutput(inv.ctx, inv.stdout, func(w *bufio.Writer) error {
+	err := writeOutput(inv.ctx, inv.stdout, stderr, func(w *bufio.Writer, _ io.Writer) error {
 		if err := writeThreads(w, snap, threads); err != nil {
 			return err
 		}
