@@ -126,9 +126,10 @@ func runProfile(inv *invocation, pf profileFlags) error {
 // profile is written whole, or standard output. A run that fails leaves
 // no file and an older one in place.
 type output struct {
-	path string
-	f    *os.File // the temporary file; nil for standard output
-	done bool
+	path   string
+	f      *os.File // the temporary file (or the device); nil for standard output
+	device bool     // path is not a regular file (/dev/stdout, a FIFO): f is path itself
+	done   bool
 }
 
 func openOutput(pf profileFlags) (*output, error) {
@@ -139,8 +140,15 @@ func openOutput(pf profileFlags) (*output, error) {
 	if o.path == "" || o.path == "-" {
 		return o, nil
 	}
-	if st, err := os.Stat(o.path); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("cannot write the profile (-o): %s is not a regular file", o.path)
+	if st, err := os.Stat(o.path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("cannot write the profile (-o): %s is a directory", o.path)
+	} else if err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(o.path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("cannot write the profile (-o): %w", err)
+		}
+		o.f, o.device = f, true
+		return o, nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(o.path), "."+filepath.Base(o.path)+".*.tmp")
 	if err != nil {
@@ -156,7 +164,9 @@ func (o *output) abandon() {
 		return
 	}
 	o.f.Close()
-	os.Remove(o.f.Name())
+	if !o.device {
+		os.Remove(o.f.Name())
+	}
 }
 
 func (o *output) write(b *pprofout.Builder, pf profileFlags) error {
@@ -182,6 +192,10 @@ func (o *output) write(b *pprofout.Builder, pf profileFlags) error {
 	}
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && o.device {
+		o.done = true
+		return nil
 	}
 	if err == nil {
 		err = os.Chmod(o.f.Name(), 0o644)

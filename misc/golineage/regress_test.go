@@ -56,6 +56,10 @@ func TestUnwritableOutput(t *testing.T) {
 	if es, _ := os.ReadDir(dir); len(es) != 1 {
 		t.Errorf("failed run left files in %s: %v", dir, es)
 	}
+	// A device is written in place (no temporary file next to it).
+	if _, stderr, code := tool(t, "profile", "-native", "-duration", "200ms", "-o", os.DevNull, fmt.Sprint(p.pid())); code != 0 {
+		t.Errorf("-o %s: exit %d, stderr %q", os.DevNull, code, stderr)
+	}
 }
 
 // TestBPFNoticesExit: the bpf collector ends when the target exits and says
