@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,8 +49,18 @@ func TestFilter(t *testing.T) {
 					}
 				}
 			case "waits":
+				// A line is one goroutine, or "xN ..." for N of them.
 				for _, l := range rows(out) {
-					if strings.HasPrefix(l, "\t") {
+					if !strings.HasPrefix(l, "\t") {
+						continue
+					}
+					n := 1
+					if f := strings.Fields(l); strings.HasPrefix(f[0], "x") {
+						if _, err := fmt.Sscanf(f[0], "x%d", &n); err != nil {
+							t.Fatalf("waits line %q: %v", l, err)
+						}
+					}
+					for range n {
 						got = append(got, l)
 					}
 				}
@@ -96,7 +107,7 @@ func lastChainGoroutine(t *testing.T) string {
 	var last string
 	depth := -1
 	for _, l := range strings.Split(out, "\n") {
-		if !strings.Contains(l, "main.chain.gowrap1") {
+		if !strings.HasSuffix(l, "] main.chain") || !strings.Contains(l, "goroutine ") {
 			continue
 		}
 		if d := len(l) - len(strings.TrimLeft(l, " ")); d > depth {

@@ -168,7 +168,7 @@ func fixtureBlocks(out string) string {
 // fixture's code.
 func fixtureThreads(t *testing.T) (*snapshot, []target.Thread, func()) {
 	exe, core := goldenCore(t)
-	snap, closer, err := openCore(core, exe, false, io.Discard)
+	snap, closer, err := openCore(core, exe, false)
 	if err != nil {
 		t.Fatal(err)
 	}

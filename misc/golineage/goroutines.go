@@ -83,22 +83,20 @@ func (ta *targetArgs) parse(inv *invocation) error {
 }
 
 // withSnapshot holds the target still (stops every thread of a live
-// process, or opens a core) and runs f on it. Warnings about the input (a
-// truncated core) come back as an error after f ran. The stop is recorded
+// process, or opens a core) and runs f on it. What the read of a core
+// skipped or flagged (a core cut short or corrupt) comes back after f ran
+// as an error of one line that counts it. The stop is recorded
 // in stats, if not nil.
 func withSnapshot(ctx context.Context, ta targetArgs, native bool, stderr io.Writer, stats *readStats, f func(snap *snapshot)) error {
 	if ta.core != "" {
-		snap, closer, err := openCore(ta.core, ta.exe, native, stderr)
+		snap, closer, err := openCore(ta.core, ta.exe, native)
 		if err != nil {
 			return err
 		}
 		defer closer()
 		snap.ctx = ctx
 		f(snap)
-		if len(snap.warnings) > 0 {
-			return fmt.Errorf("%s: %s", ta.core, strings.Join(snap.warnings, "; "))
-		}
-		return nil
+		return snap.damage.err()
 	}
 	bin, err := openLive(ta.pid)
 	if err != nil {
@@ -134,15 +132,17 @@ func withSnapshot(ctx context.Context, ta targetArgs, native bool, stderr io.Wri
 }
 
 // collectGoroutines reads every goroutine of a stopped target, with its
-// stack and lineage. The running ones get their thread's stack.
+// stack and lineage. The running ones get their thread's stack. If the
+// registry cannot be read at all in a damaged core, the error says what
+// else the core lost.
 func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, error) {
 	view, err := loadView(snap)
 	if err != nil {
-		return nil, err
+		return nil, snap.damage.with(err)
 	}
-	gs, torn, err := view.Goroutines()
+	gs, torn, err := registryGoroutines(snap, view)
 	if err != nil {
-		return nil, err
+		return nil, snap.damage.with(err)
 	}
 	set := newGoroutineSet(snap, view.Note, gs, nil, threads, torn)
 	if err := snap.canceled(); err != nil {
@@ -243,6 +243,9 @@ func (g *goroutine) userFrame() (stack.Loc, bool) {
 
 // createdAt is where the goroutine was created, "" for the runtime's own.
 func (s *goroutineSet) createdAt(g *goroutine) string {
+	if g.Record.Bad&lineageabi.BadGoPC != 0 {
+		return "?"
+	}
 	lin := g.lineage()
 	if len(lin) == 0 {
 		return ""
@@ -360,7 +363,7 @@ func (s *goroutineSet) writePs(w io.Writer) {
 		if at := s.createdAt(g); at != "" {
 			fn += " (" + at + ")"
 		}
-		rows = append(rows, [6]string{fmt.Sprint(g.Goid), fmt.Sprint(g.Record.ParentGoid), tid, g.state(), obj, fn})
+		rows = append(rows, [6]string{fmt.Sprint(g.Goid), g.parent(), tid, g.state(), obj, fn})
 	}
 	width := [5]int{7, 7, 6, 28, 24}
 	for _, r := range rows {
@@ -391,6 +394,9 @@ func (s *goroutineSet) writeStacks(w io.Writer) {
 		}
 		for _, a := range g.lineage() {
 			stack.WriteCreatedBy(w, s.snap.bin, s.snap.bias, a)
+		}
+		if g.Record.Bad != 0 {
+			fmt.Fprintf(w, "(lineage: impossible %s in the record, not shown)\n", g.Record.Bad)
 		}
 		fmt.Fprintln(w)
 	}

@@ -95,8 +95,8 @@ func init() {
 	}
 }
 
-const exitStatus = `Exit status: 0 success; 1 failure (including a truncated core, after the
-partial stacks are printed); 2 bad usage; 130 interrupted (SIGINT, SIGTERM
+const exitStatus = `Exit status: 0 success; 1 failure (including a damaged core, after what it
+still holds is printed and one line counting what was skipped); 2 bad usage; 130 interrupted (SIGINT, SIGTERM
 or SIGHUP: every thread is detached at once, the target runs again, and a
 profile writes what was sampled); 141 standard output closed early (a
 broken pipe, as in "golineage ps PID | head": the output stops quietly).

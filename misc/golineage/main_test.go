@@ -446,6 +446,10 @@ func TestNoABI(t *testing.T) {
 }
 
 // TestTruncatedCore: a core cut short is reported, with a non-zero exit.
+// Cut in its headers it is refused; cut in its memory (90, 75 and 50% of
+// testdata/parked's kernel core, and where its goroutines' data ends) it
+// lists every goroutine whose data lies before the cut, as the whole core
+// does, and ends with one line counting what was skipped (cutCore).
 func TestTruncatedCore(t *testing.T) {
 	exe := fixture(t, "blocked")
 	core, _ := kernelCore(t, exe)
@@ -467,6 +471,12 @@ func TestTruncatedCore(t *testing.T) {
 	if code == 0 {
 		t.Errorf("core read with the wrong executable: exit 0, stderr %q", stderr)
 	}
+	t.Run("parked", func(t *testing.T) {
+		exe := fixture(t, "parked")
+		requireABI(t, exe)
+		core, _ := kernelCore(t, exe)
+		cutCore(t, core, exe)
+	})
 }
 
 // TestVanishingTarget: a target that exits while being sampled ends the

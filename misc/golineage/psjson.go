@@ -54,6 +54,9 @@ type goroutineJSON struct {
 	Thread             int             `json:"thread,omitempty"`
 	Stack              json.RawMessage `json:"stack,omitempty"` // []frameJSON, encoded once per distinct stack
 	StackEnd           string          `json:"stack_end,omitempty"`
+	// Corrupt names the fields whose values in a damaged core were
+	// impossible: they are left out (or 0) instead of printed as fact.
+	Corrupt []string `json:"corrupt,omitempty"`
 }
 
 // jsonState maps the runtime's status to the five states of the schema.
@@ -233,6 +236,10 @@ func (s *goroutineSet) writeJSON(w io.Writer, stacks bool) error {
 			}
 			j.Ancestors = append(j.Ancestors, anc)
 		}
+		if g.Status == lineageabi.StatusUnknown {
+			j.Corrupt = append(j.Corrupt, "state")
+		}
+		j.Corrupt = append(j.Corrupt, g.Record.Bad.Names()...)
 		g.jsonWait(&j, s.wallNow, s.monoNow)
 		if stacks {
 			b, err := s.stackJSON(g.Frames)

@@ -136,8 +136,34 @@ func (w *watchWriter) String() string {
 // notes (thread registers), then the section headers: cut by 1 byte, only
 // the section headers are damaged and every stack is whole; cut into the
 // notes, the threads whose notes survive are shown; cut into the memory,
-// no registers are left, which is said in one line.
+// no registers are left. Each says in one line what was skipped. Cores of
+// testdata/parked (plain and PIE, whose load bias without NT_AUXV comes
+// from the lineage header) list their goroutines without the notes, and
+// every goroutine whose data lies before a cut (cutCore).
 func TestTruncatedGcore(t *testing.T) {
+	for _, flags := range [][]string{nil, {"-buildmode=pie"}} {
+		t.Run(strings.Join(append([]string{"parked"}, flags...), " "), func(t *testing.T) {
+			exe := fixture(t, "parked", flags...)
+			requireABI(t, exe)
+			p := start(t, exe)
+			core := gcore(t, p.pid())
+			ef, err := elf.Open(core)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes uint64
+			for _, p := range ef.Progs {
+				if p.Type == elf.PT_NOTE {
+					notes = p.Off
+				}
+			}
+			ef.Close()
+			if notes == 0 {
+				t.Fatal("gcore core without notes")
+			}
+			cutCore(t, core, exe, int64(notes)) // the notes lost, every goroutine listed
+		})
+	}
 	exe := fixture(t, "blocked")
 	p := start(t, exe)
 	core := gcore(t, p.pid())
@@ -184,17 +210,17 @@ func TestTruncatedGcore(t *testing.T) {
 		size int
 		want string // on standard error
 	}{
-		{size - 1, "core file truncated: its section headers"},
-		{lastThread, "bytes of notes (thread registers) are missing"},
-		{int(notes.Off) - 100, "no thread's registers are left in the core"},
+		{size - 1, fmt.Sprintf("core truncated at %d of %d bytes: skipped 0 goroutines, 0 regions, 0 notes, 0 segments", size-1, size)},
+		{lastThread, fmt.Sprintf("core truncated at %d of %d bytes: skipped 0 goroutines, 0 regions, 1 note, 0 segments (first: core file: ", lastThread, size)},
+		{int(notes.Off) - 100, "1 note, 1 segment (first: core file: its notes (thread registers, auxiliary vector) at offset"},
 	}
 	for _, c := range cases {
 		if err := os.Truncate(short, int64(c.size)); err != nil {
 			t.Fatal(err)
 		}
 		out, stderr, code := tool(t, "stacks", "-native", "--core", short, exe)
-		if code != 1 || !strings.Contains(stderr, c.want) {
-			t.Errorf("core cut to %d of %d bytes: exit %d, stderr %q; want 1 and %q", c.size, size, code, stderr, c.want)
+		if code != 1 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("core cut to %d of %d bytes: exit %d, stderr %q; want 1 and one line with %q", c.size, size, code, stderr, c.want)
 		}
 		switch {
 		case c.size == size-1:

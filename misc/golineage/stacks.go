@@ -26,9 +26,9 @@ type snapshot struct {
 	mem     target.Mem
 	abi     *lineageabi.ABI // nil when only native stacks are wanted
 	live    bool            // a stopped live process (not a core)
-	// warnings about the input (a truncated core); they make the exit
-	// status non-zero after the output.
-	warnings []string
+	// damage is what the read skipped or flagged (a damaged core); it
+	// makes the exit status non-zero after the output.
+	damage *damage
 }
 
 func stacksFlags(fl *flag.FlagSet) func(*invocation) error {
@@ -169,9 +169,18 @@ func findABI(bin *gobin.Binary, native bool) (*lineageabi.ABI, error) {
 // while the target is stopped.
 func collect(snap *snapshot) []stack.Thread {
 	view, verr := loadView(snap)
+	plausible := lineageabi.NewPlausible(textRanges(snap), nil)
 	var out []stack.Thread
 	for _, th := range snap.threads {
-		out = append(out, readThread(snap, view, verr, th).thread(snap))
+		r := readThread(snap, view, verr, th)
+		if n := plausible.CheckRecord(r.rec); n > 0 {
+			r.note = fmt.Sprintf("lineage: impossible %s in the record (corrupt memory?)", r.rec.Bad)
+			snap.damage.addFlagged(n, fmt.Errorf("thread %d: impossible %s in its lineage record", th.TID, r.rec.Bad))
+		}
+		out = append(out, r.thread(snap))
+	}
+	if view != nil {
+		snap.damage.addView(view)
 	}
 	return out
 }

@@ -222,6 +222,19 @@ func Find(f *elf.File) (*ABI, error) {
 	return nil, ErrNoABI
 }
 
+// At reports whether, at load bias bias, mem holds the header where its
+// self field says it is: how a reader finds the bias of a position-
+// independent executable without its auxiliary vector (a core that lost
+// its notes).
+func (a *ABI) At(mem Mem, bias uint64) bool {
+	buf := make([]byte, HeaderSize)
+	if err := mem.ReadAt(buf, a.Addr+bias); err != nil {
+		return false
+	}
+	h, err := ParseHeader(buf)
+	return err == nil && h.Flags&FlagReady != 0 && h.Self == a.Addr+bias
+}
+
 // View is the lineage state of one stopped process or core: the header as
 // the process holds it and its registry of regions.
 type View struct {
@@ -231,6 +244,7 @@ type View struct {
 	regions map[uint64]uint64 // tid -> region address (active regions)
 	Note    string            // why the view is empty, if it is
 	Reg     *Registry         // nil if the target publishes no registry
+	Damage  Damage            // what Load and Goroutines skipped in damaged memory
 	reasons *reasonCache      // wait reason strings read so far
 	ctx     context.Context   // ends reads of every goroutine (WithContext)
 }
@@ -270,15 +284,20 @@ func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 		}
 		seen[r] = true
 		tid, state, _, ok, err := v.readRegion(r)
+		var next uint64
+		if err == nil {
+			if next, err = word(mem, r+uint64(h.OffRegionNext)); err != nil {
+				err = fmt.Errorf("reading lineage region %#x: %w", r, err)
+			}
+		}
 		if err != nil {
-			return nil, err
+			// The rest of the list is out of reach: count it and go on
+			// with the regions read (a core cut short).
+			v.Damage.skip(&v.Damage.Regions, int(limit-n), err)
+			break
 		}
 		if ok && state != 0 && tid != 0 {
 			v.regions[tid] = r
-		}
-		next, err := word(mem, r+uint64(h.OffRegionNext))
-		if err != nil {
-			return nil, fmt.Errorf("reading lineage region %#x: %v", r, err)
 		}
 		r = next
 	}
@@ -302,7 +321,7 @@ func (v *View) readRegion(r uint64) (tid uint64, state uint32, cur uint64, ok bo
 	le := binary.LittleEndian
 	for try := 0; try < maxRetries; try++ {
 		if err := v.mem.ReadAt(buf, r); err != nil {
-			return 0, 0, 0, false, fmt.Errorf("reading lineage region %#x: %v", r, err)
+			return 0, 0, 0, false, fmt.Errorf("reading lineage region %#x: %w", r, err)
 		}
 		s1 := le.Uint64(buf[h.OffRegionSeq:])
 		if s1&1 != 0 {
@@ -335,6 +354,9 @@ type Record struct {
 	Nanc, Nstk, Flags, Depth             uint32
 	Anc                                  []Anc
 	Stack                                []uint64
+
+	Bad     Bad  // values found impossible and zeroed (Plausible.CheckRecord)
+	checked bool // CheckRecord ran
 }
 
 // Anc is one inline ancestor.

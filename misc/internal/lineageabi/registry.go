@@ -40,12 +40,13 @@ const (
 
 var statusNames = [...]string{"idle", "runnable", "running", "syscall", "waiting", "dead", "copystack", "preempted", "leaked"}
 
-// StatusName is the name of an ABI status code.
+// StatusName is the name of an ABI status code; "?" for StatusUnknown, a
+// runtime status the map does not know (see Plausible).
 func StatusName(code uint8) string {
 	if int(code) < len(statusNames) {
 		return statusNames[code]
 	}
-	return "unknown"
+	return "?"
 }
 
 // Registry is the registry part of the header.
@@ -148,7 +149,11 @@ var ErrNoRegistry = errors.New("the target publishes no goroutine registry (buil
 // Goroutines walks the registry and returns every goroutine that has a
 // record and is not dead. Records that keep changing while read are
 // skipped and counted in torn. The walk is not a snapshot unless the target
-// is stopped (or a core).
+// is stopped (or a core). In damaged memory (a core cut short or corrupt)
+// a goroutine whose record, g or sudogs cannot be read is skipped, as is
+// the rest of a block whose header makes no sense, or of the list where a
+// block cannot be read; v.Damage counts them. err is only for a registry
+// that cannot be read at all.
 func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
 	r := v.Reg
 	if r == nil {
@@ -164,20 +169,24 @@ func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
+	d := &v.Damage
 	le := binary.LittleEndian
 	hdr := make([]byte, r.BlockHeaderSize)
 	seen := map[uint64]bool{}
 	for b, n := head, uint64(0); b != 0; n++ {
 		if n >= nblocks || n >= maxBlocks || seen[b] {
-			return gs, torn, fmt.Errorf("goroutine registry: block list at %#x longer than its count %d (corrupt memory?)", b, nblocks)
+			d.skip(&d.Blocks, 1, fmt.Errorf("goroutine registry: block list at %#x longer than its count %d (corrupt memory?)", b, nblocks))
+			break
 		}
 		seen[b] = true
 		if err := v.mem.ReadAt(hdr, b); err != nil {
-			return gs, torn, fmt.Errorf("reading registry block %#x: %v", b, err)
+			d.skip(&d.Blocks, int(min(nblocks, maxBlocks)-n), fmt.Errorf("reading registry block %#x: %w", b, err))
+			break
 		}
 		nrec, used := le.Uint32(hdr[r.OffBlockNrec:]), le.Uint32(hdr[r.OffBlockUsed:])
 		if used > nrec || nrec > maxBlockRecs {
-			return gs, torn, fmt.Errorf("registry block %#x: %d of %d records used (corrupt memory?)", b, used, nrec)
+			d.skip(&d.Blocks, 1, fmt.Errorf("registry block %#x: %d of %d records used (corrupt memory?)", b, used, nrec))
+			used = 0
 		}
 		for i := uint32(0); i < used; i++ {
 			if err := v.canceled(); err != nil {
@@ -187,7 +196,7 @@ func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
 			g, ok, err := v.readGoroutine(addr)
 			switch {
 			case err != nil:
-				return gs, torn, err
+				d.skip(&d.Goroutines, 1, fmt.Errorf("goroutine of record %#x: %w", addr, err))
 			case !ok:
 				torn++
 			case g != nil:
