@@ -144,7 +144,7 @@ func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, e
 	if err != nil {
 		return nil, snap.damage.with(err)
 	}
-	set := newGoroutineSet(snap, view.Note, gs, nil, threads, torn)
+	set := newGoroutineSet(snap, view.Note, gs, nil, threads, nil, torn)
 	if err := snap.canceled(); err != nil {
 		return nil, err
 	}
@@ -154,8 +154,14 @@ func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, e
 
 // elideWrappers drops compiler-generated wrappers (go statement and method
 // wrappers), as the runtime's own goroutine dump does, so that a goroutine
-// reads the same from outside as from inside.
+// reads the same from outside as from inside; but it keeps every frame of
+// a stack whose frames the dump would all hide, which the runtime then
+// prints whole (dumpShowsAny): a goroutine not started yet shows its go
+// statement's wrapper and runtime.goexit.
 func elideWrappers(locs []stack.Loc) []stack.Loc {
+	if !dumpShowsAny(locs) {
+		return locs
+	}
 	out := locs[:0]
 	callee := ""
 	for _, l := range locs {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -124,9 +125,9 @@ func checkAgainstDump(t *testing.T, who string, psJSON string, dump map[uint64]d
 			t.Errorf("%s: goroutine %d [%s] of the dump is missing", who, id, d.reason)
 			continue
 		}
-		if d.reason == "syscall" {
-			if g.State != "syscall" || g.WaitReason != "" {
-				t.Errorf("%s: goroutine %d: state %s reason %q, dump says syscall", who, id, g.State, g.WaitReason)
+		if d.reason == "syscall" || d.reason == "runnable" {
+			if g.State != d.reason || g.WaitReason != "" {
+				t.Errorf("%s: goroutine %d: state %s reason %q, dump says %s", who, id, g.State, g.WaitReason, d.reason)
 			}
 		} else if g.State != "waiting" || g.WaitReason != d.reason {
 			t.Errorf("%s: goroutine %d: state %s reason %q, dump says %q", who, id, g.State, g.WaitReason, d.reason)
@@ -172,6 +173,32 @@ func TestGoroutinesMatchDump(t *testing.T) {
 		t.Fatalf("ps --core: exit %d: %s", code, stderr)
 	}
 	checkAgainstDump(t, "core", out, dump, 13)
+}
+
+// TestGoroutinesMatchDumpUnstarted compares ps -json -stacks with the
+// program's own dump for goroutines created but not run yet: each resumes
+// at its start function's entry, with goexit's return address at its SP
+// and no frame pointer; the dump shows the start function (a go
+// statement's wrapper too) and, after a wrapper, runtime.goexit.
+func TestGoroutinesMatchDumpUnstarted(t *testing.T) {
+	exe := fixture(t, "unstarted")
+	requireABI(t, exe)
+	p := start(t, exe, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1", "GOGC=off")
+	t.Cleanup(func() { p.cmd.Process.Kill() }) // it never reads its input
+	dump := parseDump(p.report)
+	for _, args := range [][]string{nil, {"-stop"}} {
+		out, stderr, code := tool(t, append(append([]string{"ps", "-json", "-stacks"}, args...), strconv.Itoa(p.pid()))...)
+		if code != 0 {
+			t.Fatalf("ps %v: exit %d: %s", args, code, stderr)
+		}
+		checkAgainstDump(t, fmt.Sprint("live ", args), out, dump, 5)
+	}
+	core := gcore(t, p.pid())
+	out, stderr, code := tool(t, "ps", "-json", "-stacks", "--core", core, exe)
+	if code != 0 {
+		t.Fatalf("ps --core: exit %d: %s", code, stderr)
+	}
+	checkAgainstDump(t, "core", out, dump, 5)
 }
 
 // TestGoroutinesMatchDumpShapes compares ps -json -stacks with the

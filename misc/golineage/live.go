@@ -67,7 +67,7 @@ func (s *readStats) write(w io.Writer) {
 		s.mode, s.gs, s.read.Round(time.Microsecond), float64(s.read.Nanoseconds())/float64(max(s.gs, 1)), s.cpu.Round(time.Microsecond),
 		len(s.stops), longest.Round(time.Microsecond), held.Round(time.Microsecond), total.Round(time.Microsecond))
 	if s.mode == "live" {
-		fmt.Fprintf(w, "; %d goroutines re-read after changing, %d torn, %d running on no thread read, %d read calls", s.reg.Retried, s.reg.Torn, s.late, s.reg.Calls)
+		fmt.Fprintf(w, "; %d goroutines re-read after changing, %d torn, %d running on no thread read, %d read calls, %d sudogs", s.reg.Retried, s.reg.Torn, s.late, s.reg.Calls, s.reg.Sudogs)
 	}
 	fmt.Fprintln(w)
 }
@@ -103,6 +103,22 @@ type goroutineRead struct {
 // goroutine read; werr a warning about the input (a truncated core),
 // returned after the output.
 func readTarget(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cerr, werr error) {
+	alive := ta.core == "" && !processGone(ta.pid)
+	r, cerr, werr = readTargetOnce(ctx, ta, all, stderr)
+	failed := cerr != nil || werr != nil || r.set != nil && r.set.torn > 0
+	if failed && alive && processGone(ta.pid) {
+		// What failed (or was left out) was a read of memory that went
+		// away with the process: that is the one thing to report.
+		return goroutineRead{stats: r.stats}, fmt.Errorf("process %d %w while it was read", ta.pid, errExited), nil
+	}
+	return r, cerr, werr
+}
+
+// errExited is a target process that exited (or is a zombie).
+var errExited = errors.New("exited")
+
+// readTargetOnce is readTarget but for a process that exits meanwhile.
+func readTargetOnce(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cerr, werr error) {
 	if ta.core != "" || ta.stop || !all {
 		r.stats = newReadStats("stopped")
 		werr = withSnapshot(ctx, ta, false, stderr, r.stats, func(snap *snapshot) {
@@ -164,14 +180,18 @@ func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	if err != nil {
 		return r, err
 	}
+	atThread := map[uint64]*lineageabi.Goroutine{}
 	for _, tr := range reads {
 		snap.threads = append(snap.threads, tr.th)
 		r.threads = append(r.threads, tr.thread(snap))
+		if tr.g != nil {
+			atThread[tr.g.Goid] = tr.g
+		}
 	}
 	if verr != nil {
 		return r, verr
 	}
-	set, err := readGoroutinesLive(snap, view, r.threads, st)
+	set, err := readGoroutinesLive(snap, view, r.threads, atThread, st)
 	if err != nil {
 		return r, err
 	}
@@ -225,8 +245,9 @@ func readThreadsEach(tr *target.Tracer, pid int, snap *snapshot, view *lineageab
 
 // readGoroutinesLive reads the goroutine registry of a running process,
 // walking the stack of every goroutine that is not running, and merges
-// the threads' view (threads, read before) into it.
-func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.Thread, st *readStats) (*goroutineSet, error) {
+// the threads' view (threads, read before, and their goroutines as their
+// g showed them then, by goid) into it.
+func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.Thread, atThread map[uint64]*lineageabi.Goroutine, st *readStats) (*goroutineSet, error) {
 	gs, walks, lst, err := lineageabi.ReadLive(view, func() lineageabi.Visit[*stack.Walk] {
 		return (&parkedWalker{snap: snap}).walk
 	})
@@ -234,7 +255,7 @@ func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.T
 	if err != nil {
 		return nil, err
 	}
-	set := newGoroutineSet(snap, view.Note, gs, walks, threads, lst.Torn)
+	set := newGoroutineSet(snap, view.Note, gs, walks, threads, atThread, lst.Torn)
 	if err := snap.canceled(); err != nil {
 		return nil, err
 	}
@@ -400,8 +421,11 @@ func (c *stackCopy) Word(addr uint64) (uint64, error) {
 // not nil, is the stack of gs[i] walked already from its saved registers
 // (nil for one that was running); otherwise stacks are walked now from
 // snap's memory. A goroutine on one of threads gets the thread's stack,
-// whatever the registry said, but for one in a system call.
-func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, walks []*stack.Walk, threads []stack.Thread, torn int) *goroutineSet {
+// whatever the registry said, but for one in a system call; and with the
+// thread's stack, the state it had when the thread was read (atThread, by
+// goid; nil when threads and registry were read at one instant), so that
+// state and stack agree.
+func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, walks []*stack.Walk, threads []stack.Thread, atThread map[uint64]*lineageabi.Goroutine, torn int) *goroutineSet {
 	set := &goroutineSet{snap: snap, note: note, torn: torn, gs: make([]goroutine, 0, len(gs))}
 	onThread := map[uint64]stack.Thread{}
 	for _, t := range threads {
@@ -447,6 +471,9 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 				walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
 				out.Frames, out.Stop = sym.frames(walk), walk.Stop
 			}
+		} else if tg := atThread[g.Goid]; tg != nil {
+			out.Goroutine = tg
+			g = tg
 		}
 		if g.Status == lineageabi.StatusWaiting && g.WaitSince > 0 && now > g.WaitSince {
 			out.Wait = time.Duration(now - g.WaitSince)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/lineageabi"
 )
 
@@ -187,5 +188,30 @@ func TestProfileWallChurn(t *testing.T) {
 	}
 	if count["sleep"] == 0 {
 		t.Error("no sample of a sleeping goroutine")
+	}
+}
+
+// TestStateOfThreadStack: a goroutine shown with its thread's stack is in
+// the state its g had when the thread was read, not the one the registry,
+// read later, found: a goroutine read in a system call on its thread and
+// running by the time of the registry read is shown in the system call,
+// and one read running on its thread and parked later is shown running.
+func TestStateOfThreadStack(t *testing.T) {
+	inWrite := []stack.Loc{{Func: "internal/runtime/syscall.Syscall6"}, {Func: "syscall.write"}, {Func: "main.log"}}
+	gs := []lineageabi.Goroutine{
+		{Goid: 5, Status: lineageabi.StatusRunning},
+		{Goid: 6, Status: lineageabi.StatusWaiting, WaitReason: "chan receive", WaitChans: []uint64{0x9000}},
+	}
+	threads := []stack.Thread{{TID: 10, Goid: 5, Frames: inWrite}, {TID: 11, Goid: 6, Frames: inWrite[2:]}}
+	atThread := map[uint64]*lineageabi.Goroutine{
+		5: {Goid: 5, Status: lineageabi.StatusSyscall},
+		6: {Goid: 6, Status: lineageabi.StatusRunning},
+	}
+	set := newGoroutineSet(&snapshot{}, "", gs, nil, threads, atThread, 0)
+	want := map[uint64]string{5: "syscall", 6: "running"}
+	for _, g := range set.gs {
+		if g.state() != want[g.Goid] || g.TID == 0 || len(g.Frames) == 0 || g.waitObject() != "" {
+			t.Errorf("goroutine %d: state %q on thread %d, %d frames, waits on %q; want %s with its thread's stack", g.Goid, g.state(), g.TID, len(g.Frames), g.waitObject(), want[g.Goid])
+		}
 	}
 }

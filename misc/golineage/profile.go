@@ -462,13 +462,23 @@ func parkedSample(g lineageabi.Goroutine, walk stack.Walk) pprofout.Sample {
 // processGone reports whether process pid has exited (a zombie counts as
 // exited: it runs nothing and has no memory left to read).
 func processGone(pid int) bool {
+	s := procState(pid)
+	return s == 0 || s == 'Z' || s == 'X'
+}
+
+// procState is process pid's state letter (/proc/PID/stat: R, S, Z...),
+// 0 if it has none (no such process).
+func procState(pid int) byte {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return true
+		return 0
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
+	if i < 0 || i+2 >= len(s) {
+		return 0
+	}
+	return s[i+2]
 }
 
 func reportStops(stderr io.Writer, stops []time.Duration) {

@@ -178,18 +178,36 @@ func (s *goroutineSet) stackJSON(frames []stack.Loc) (json.RawMessage, error) {
 // default GOTRACEBACK level (runtime/traceback.go, showfuncinfo): not the
 // runtime's unexported functions (but runtime.gopanic when it is not the
 // innermost frame, and the finalizer and cleanup goroutines' loops), not
-// a wrapper unless a panic called it.
+// a wrapper unless a panic called it; and all of them if that leaves none
+// (dumpShowsAny).
 func dumpFrames(locs []stack.Loc) []frameJSON {
 	var out []frameJSON
+	all := !dumpShowsAny(locs)
 	callee := ""
 	for i, l := range locs {
-		show := showInDump(l, i == 0, callee)
+		show := all || showInDump(l, i == 0, callee)
 		callee = l.Func
 		if show {
 			out = append(out, frameJSON{Func: stack.FuncName(l), File: l.File, Line: l.Line})
 		}
 	}
 	return out
+}
+
+// dumpShowsAny reports whether the runtime's traceback shows any of the
+// frames at the default level. If it shows none, it prints them all
+// instead (runtime/traceback.go, traceback1): so it does for a goroutine
+// that has not started (its start function, often a go statement's
+// wrapper, and runtime.goexit) and for one of the runtime's own.
+func dumpShowsAny(locs []stack.Loc) bool {
+	callee := ""
+	for i, l := range locs {
+		if showInDump(l, i == 0, callee) {
+			return true
+		}
+		callee = l.Func
+	}
+	return false
 }
 
 func showInDump(l stack.Loc, first bool, callee string) bool {

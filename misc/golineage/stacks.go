@@ -124,6 +124,9 @@ func openLive(pid int) (*gobin.Binary, error) {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
 		return nil, fmt.Errorf("process %d: no such process", pid)
 	}
+	if s := procState(pid); s == 'Z' || s == 'X' {
+		return nil, fmt.Errorf("process %d has %w: it is a zombie, which its parent has not reaped; nothing is left to read", pid, errExited)
+	}
 	exe := fmt.Sprintf("/proc/%d/exe", pid)
 	bin, err := gobin.Open(exe)
 	if err == nil {
@@ -192,6 +195,7 @@ type threadRead struct {
 	th   target.Thread
 	walk stack.Walk
 	rec  *lineageabi.Record
+	g    *lineageabi.Goroutine // the goroutine as its g showed it then
 	view *lineageabi.View
 	note string
 }
@@ -204,11 +208,11 @@ func readThread(snap *snapshot, view *lineageabi.View, verr error, th target.Thr
 	case verr != nil:
 		r.note = "lineage: " + verr.Error()
 	case view != nil:
-		rec, err := view.Thread(uint64(th.TID))
+		rec, g, err := view.ThreadGoroutine(uint64(th.TID))
 		if err != nil {
 			r.note = "lineage: " + err.Error()
 		}
-		r.rec = rec
+		r.rec, r.g = rec, g
 	}
 	return r
 }

@@ -426,15 +426,22 @@ func (v *View) ReadRecord(addr uint64) (*Record, error) {
 // Thread returns the record of the goroutine running on thread tid, or nil
 // if the thread runs no goroutine.
 func (v *View) Thread(tid uint64) (*Record, error) {
+	rec, _, err := v.threadRecord(tid)
+	return rec, err
+}
+
+// threadRecord is Thread with the record's address.
+func (v *View) threadRecord(tid uint64) (*Record, uint64, error) {
 	r, ok := v.regions[tid]
 	if !ok {
-		return nil, nil // not an M with a region (or a region mid-update)
+		return nil, 0, nil // not an M with a region (or a region mid-update)
 	}
 	_, _, cur, ok, err := v.readRegion(r)
 	if err != nil || !ok || cur == 0 {
-		return nil, err
+		return nil, 0, err
 	}
-	return v.ReadRecord(cur)
+	rec, err := v.ReadRecord(cur)
+	return rec, cur, err
 }
 
 // RunsGoroutine reports whether thread tid may be running a goroutine: it

@@ -21,7 +21,7 @@ const (
 	maxBlocks     = 1 << 20 // bound on a block walk beyond nblocks
 	maxBlockRecs  = 1 << 16
 	maxGOffset    = 1 << 12 // g and sudog fields lie within this many bytes
-	maxWaitChains = 1 << 10 // bound on a sudog list (a select's cases)
+	maxWaitChains = 1 << 10 // bound on a select's sudog list
 )
 
 // ABI status codes (stable across releases).
@@ -67,7 +67,8 @@ type Registry struct {
 	NWaitReasons uint32
 	StringSize   uint32
 
-	gSpan uint32 // bytes of a g a reader copies: the last published field's end
+	gSpan     uint32 // bytes of a g a reader copies: the last published field's end
+	sudogSpan uint32 // bytes of a sudog a reader copies
 }
 
 // parseRegistry decodes the registry fields of a header buffer, or returns
@@ -113,6 +114,7 @@ func parseRegistry(h *Header, b []byte) (*Registry, error) {
 		r.OffGStackLo, r.OffGStackHi, r.OffGWaiting} {
 		r.gSpan = max(r.gSpan, off+8)
 	}
+	r.sudogSpan = max(r.OffSudogWaitlink, r.OffSudogElem, r.OffSudogC, r.OffSudogIsSelect) + 8
 	if r.StringSize != 2*h.PtrSize {
 		return nil, fmt.Errorf("lineage registry: string size %d", r.StringSize)
 	}
@@ -206,6 +208,28 @@ func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
 		b = le.Uint64(hdr[r.OffBlockNext:])
 	}
 	return gs, torn, nil
+}
+
+// ThreadGoroutine is Thread with the goroutine the thread runs as its g
+// shows it (nil without a registry, or if the g cannot be read). Read
+// while the thread is stopped, it is the goroutine's state at the instant
+// of the thread's registers, which a registry read later, from a process
+// that keeps running, may no longer show.
+func (v *View) ThreadGoroutine(tid uint64) (*Record, *Goroutine, error) {
+	rec, addr, err := v.threadRecord(tid)
+	if rec == nil || err != nil || v.Reg == nil {
+		return rec, nil, err
+	}
+	gp, err := word(v.mem, addr+uint64(v.Reg.OffRecG))
+	if err != nil {
+		return rec, nil, nil
+	}
+	g, err := v.readG(gp)
+	if err != nil || g.Goid != rec.Goid {
+		return rec, nil, nil
+	}
+	g.Record, g.RecordAddr = rec, addr
+	return rec, g, nil
 }
 
 // readGoroutine reads the goroutine of the record at addr by the ABI's
@@ -317,34 +341,41 @@ func (v *View) parseGInto(g *Goroutine, gp uint64, buf []byte) error {
 	return nil
 }
 
-// waitObject follows the g's sudog list.
+// waitObject reads what the g waits on from its sudogs, s the first.
 func (v *View) waitObject(g *Goroutine, s uint64) error {
-	r := v.Reg
+	buf := make([]byte, v.Reg.sudogSpan)
 	for n := 0; s != 0; n++ {
 		if n >= maxWaitChains {
-			return fmt.Errorf("goroutine %d: wait list longer than %d (corrupt memory?)", g.Goid, maxWaitChains)
+			return fmt.Errorf("goroutine %d: select of more than %d cases (corrupt memory?)", g.Goid, maxWaitChains)
 		}
-		c, err := word(v.mem, s+uint64(r.OffSudogC))
-		if err != nil {
+		if err := v.mem.ReadAt(buf, s); err != nil {
 			return fmt.Errorf("reading sudog %#x: %v", s, err)
 		}
-		if c != 0 {
-			g.WaitChans = append(g.WaitChans, c)
-			var b [1]byte
-			if err := v.mem.ReadAt(b[:], s+uint64(r.OffSudogIsSelect)); err != nil {
-				return fmt.Errorf("reading sudog %#x: %v", s, err)
-			}
-			g.Select = g.Select || b[0] != 0
-		} else if e, err := word(v.mem, s+uint64(r.OffSudogElem)); err != nil {
-			return fmt.Errorf("reading sudog %#x: %v", s, err)
-		} else {
-			g.WaitAddr = e
-		}
-		if s, err = word(v.mem, s+uint64(r.OffSudogWaitlink)); err != nil {
-			return fmt.Errorf("reading sudog list: %v", err)
-		}
+		s = v.Reg.sudogWait(g, buf)
 	}
 	return nil
+}
+
+// sudogWait adds what the sudog copied in b (sudogSpan bytes) names to g's
+// wait object, and returns the next sudog of the goroutine's own list, or
+// 0 (doc/lineage-abi.md, section 13, step 4). Only a select's cases form
+// such a list: a semaphore or notify list waiter has one sudog, whose
+// elem is the address it waits on and whose waitlink chains the other
+// goroutines waiting at that address (the runtime's semaRoot), and a
+// channel operation outside a select has one sudog.
+func (r *Registry) sudogWait(g *Goroutine, b []byte) (next uint64) {
+	le := binary.LittleEndian
+	c := le.Uint64(b[r.OffSudogC:])
+	if c == 0 {
+		g.WaitAddr = le.Uint64(b[r.OffSudogElem:])
+		return 0
+	}
+	g.WaitChans = append(g.WaitChans, c)
+	if b[r.OffSudogIsSelect] == 0 {
+		return 0
+	}
+	g.Select = true
+	return le.Uint64(b[r.OffSudogWaitlink:])
 }
 
 // A reasonCache keeps the wait reason strings read so far, for the views

@@ -2,6 +2,7 @@ package lineageabi
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 )
 
@@ -116,5 +117,156 @@ func FuzzGoroutines(f *testing.F) {
 				t.Fatalf("free g returned: %+v", g)
 			}
 		}
+		for _, tid := range v.Threads() {
+			if _, g, _ := v.ThreadGoroutine(tid); g != nil && g.Goid != g.Record.Goid {
+				t.Fatalf("thread %d: goroutine %d with the record of %d", tid, g.Goid, g.Record.Goid)
+			}
+		}
 	})
+}
+
+// sudogImage is registryImage with both goroutines waiting on the sudogs
+// of a region at sudogBase: goroutine 5 on sudog first, goroutine 6 on
+// sudog second. Sudog i is at sudogBase+32*i; its fields (waitlink, elem,
+// c, isselect) are set by set.
+func sudogImage(first, second int, set func(s []byte, i int)) memMap {
+	const sudogBase, n = 0x100000, 4096
+	base, img := registryImage()
+	le := binary.LittleEndian
+	le.PutUint32(img[0x2000+8:], 4) // waiting, scan bit clear
+	le.PutUint32(img[0x2100+8:], 4)
+	img[0x2100+16] = 1
+	le.PutUint64(img[0x2000+96:], sudogBase+32*uint64(first))
+	le.PutUint64(img[0x2100+96:], sudogBase+32*uint64(second))
+	sudogs := make([]byte, 32*n)
+	for i := range n {
+		set(sudogs[32*i:32*i+32], i)
+	}
+	return memMap{base: img, sudogBase: sudogs}
+}
+
+// TestWaitObject: a semaphore waiter names its own elem, however many
+// goroutines wait at that address after it (their sudogs chained by
+// waitlink), and every one of them the same; a channel operation names its
+// channel and its waitlink is not followed; a select names all its cases;
+// a select list longer than one can be is an error (a torn goroutine,
+// live).
+func TestWaitObject(t *testing.T) {
+	le := binary.LittleEndian
+	const sudogBase = 0x100000
+	link := func(s []byte, i int) { le.PutUint64(s[0:], sudogBase+32*uint64(i+1)) }
+	for _, tc := range []struct {
+		name          string
+		first, second int
+		set           func(s []byte, i int)
+		chans5        []uint64 // goroutine 5's channels
+		addr5, addr6  uint64
+		sudogs        int // read live
+		err           bool
+	}{
+		{"semaphore pile-up", 0, 1, func(s []byte, i int) {
+			if i < 3000 {
+				link(s, i)
+			}
+			le.PutUint64(s[8:], 0x7000)
+		}, nil, 0x7000, 0x7000, 2, false},
+		{"channel", 0, 1, func(s []byte, i int) {
+			le.PutUint64(s[0:], 0xdead0000) // stale: not followed
+			le.PutUint64(s[16:], 0x9000+uint64(i))
+		}, []uint64{0x9000}, 0, 0, 2, false},
+		{"select", 10, 20, func(s []byte, i int) {
+			if i%10 != 9 {
+				link(s, i)
+			}
+			le.PutUint64(s[16:], 0x9000+uint64(i))
+			s[24] = 1
+		}, []uint64{0x900a, 0x900b, 0x900c, 0x900d, 0x900e, 0x900f, 0x9010, 0x9011, 0x9012, 0x9013}, 0, 0, 20, false},
+		{"select too long", 0, 4090, func(s []byte, i int) {
+			if i < 4095 {
+				link(s, i)
+			}
+			le.PutUint64(s[16:], 0x9000+uint64(i))
+			s[24] = 1
+		}, nil, 0, 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := sudogImage(tc.first, tc.second, tc.set)
+			v, err := loadImage(0x10000, mem[0x10000])
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = v.WithMem(mem)
+			gs, _, err := v.Goroutines()
+			if tc.err {
+				if err == nil {
+					t.Errorf("Goroutines: no error for a select of %d cases", 4090)
+				}
+				vm := &vecMem{memMap: mem}
+				gs, _, st, err := ReadLive(v.WithMem(vm), func() Visit[int] { return nil })
+				if err != nil || st.Torn != 1 || len(gs) != 1 || gs[0].Goid != 6 {
+					t.Errorf("ReadLive: %v, %d goroutines, stats %+v; want goroutine 6 and goroutine 5 torn", err, len(gs), st)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(who string, gs []Goroutine) {
+				t.Helper()
+				if len(gs) != 2 {
+					t.Fatalf("%s: %d goroutines, want 2", who, len(gs))
+				}
+				slices.SortFunc(gs, func(a, b Goroutine) int { return int(a.Goid) - int(b.Goid) })
+				g5, g6 := gs[0], gs[1]
+				if !slices.Equal(g5.WaitChans, tc.chans5) || g5.Select != (len(tc.chans5) > 1) || g5.WaitAddr != tc.addr5 || g6.WaitAddr != tc.addr6 {
+					t.Errorf("%s: goroutine 5 waits on chans %#x (select %v) addr %#x, goroutine 6 on %#x; want chans %#x, addrs %#x and %#x",
+						who, g5.WaitChans, g5.Select, g5.WaitAddr, g6.WaitAddr, tc.chans5, tc.addr5, tc.addr6)
+				}
+			}
+			check("Goroutines", gs)
+			vm := &vecMem{memMap: mem}
+			gs, _, st, err := ReadLive(v.WithMem(vm), func() Visit[int] { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("ReadLive", gs)
+			if st.Sudogs != tc.sudogs {
+				t.Errorf("ReadLive read %d sudogs, want %d", st.Sudogs, tc.sudogs)
+			}
+		})
+	}
+}
+
+// TestThreadGoroutine: a thread's region names goroutine 5's record; its
+// g is read with it (waiting on a channel). A g that runs another
+// goroutine now (its goid is not the record's) is not returned.
+func TestThreadGoroutine(t *testing.T) {
+	base, img := registryImage()
+	le := binary.LittleEndian
+	const region = 0x3800
+	h, err := ParseHeader(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le.PutUint64(img[OffRegions:], base+region)
+	le.PutUint64(img[OffNRegions:], 1)
+	le.PutUint64(img[region+h.OffRegionTid:], 77)
+	le.PutUint32(img[region+h.OffRegionState:], 1)
+	le.PutUint64(img[region+h.OffRegionCur:], base+0x1000+64)
+	v, err := loadImage(base, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, g, err := v.ThreadGoroutine(77)
+	if err != nil || rec == nil || g == nil {
+		t.Fatalf("ThreadGoroutine: %v, record %v, g %v", err, rec, g)
+	}
+	if rec.Goid != 5 || g.Goid != 5 || g.Status != StatusWaiting || g.WaitReason != "chan receive" ||
+		!slices.Equal(g.WaitChans, []uint64{0x9000}) || g.Record != rec || g.RecordAddr != base+0x1000+64 {
+		t.Errorf("record %+v, goroutine %+v", rec, g)
+	}
+	le.PutUint64(img[0x2000:], 9) // the g runs goroutine 9 now
+	if rec, g, err := v.ThreadGoroutine(77); err != nil || rec == nil || g != nil {
+		t.Errorf("g reused: %v, record %v, goroutine %+v; want the record alone", err, rec, g)
+	}
 }

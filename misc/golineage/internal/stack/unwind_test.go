@@ -124,3 +124,28 @@ func TestSignalFrame(t *testing.T) {
 		t.Fatalf("walk with unmapped interrupted SP: %#x signal %v", w.PCs, w.Signal)
 	}
 }
+
+// TestUnwindFromEntry walks a goroutine that has not run yet, as newproc
+// leaves it: resumed at its start function's entry, with the return
+// address goexit+1 at its SP and no frame pointer. Its frames are the
+// function and goexit.
+func TestUnwindFromEntry(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("a fresh goroutine's return address is at its SP on amd64 only (arm64 keeps it in LR)")
+	}
+	bin := gobintest.OpenSelf(t)
+	self := bin.LookupFunc("fpsafe.dev/misc/golineage/internal/stack.interrupted")
+	goexit := bin.LookupFunc("runtime.goexit")
+	if self == nil || goexit == nil {
+		t.Fatal("interrupted or runtime.goexit not in pclntab")
+	}
+	bias := uint64(reflect.ValueOf(interrupted).Pointer()) - self.Entry
+	const goStack = 0x80000
+	mem := fakeMem{goStack: make([]byte, 0x1000)}
+	sp := uint64(goStack + 0xff8)
+	mem.put(sp, goexit.Entry+1+bias)
+	w := Unwind(mem, bin, bias, target.Regs{PC: self.Entry + bias, SP: sp})
+	if want := []uint64{self.Entry + bias, goexit.Entry + 1 + bias}; !reflect.DeepEqual(w.PCs, want) || w.Stop != "" {
+		t.Fatalf("walk %#x (stop %q), want %#x", w.PCs, w.Stop, want)
+	}
+}
