@@ -8,7 +8,8 @@
 //     per goroutine, reader CPU time, and how long threads were stopped;
 //   - overhead: the throughput a busy target (2 workers counting work
 //     units, 10k parked goroutines) loses to `golineage profile -wall -hz
-//     10` (live, and -consistent) and to in-process fgprof (99 Hz, and its
+//     10` (the ptrace collector live and -consistent, the ebpf collector),
+//     to the ebpf collector's on-CPU profile at 99 Hz, and to in-process fgprof (99 Hz, and its
 //     sampling loop at 10 Hz), the target built with upstream (the release
 //     the fork is built from) and with the fork.
 //
@@ -46,6 +47,7 @@ var (
 	period     = flag.Duration("d", 3*time.Second, "measured period of each overhead run")
 	workers    = flag.Int("workers", 2, "busy goroutines of the overhead target")
 	consistent = flag.Bool("consistent", true, "also run profile -wall -consistent (-overhead)")
+	only       = flag.String("only", "", "run only the profilers whose \"toolchain profiler\" matches this `regexp`, and no profiler (-overhead)")
 )
 
 func main() {
@@ -299,8 +301,10 @@ func overheads(t tools) error {
 	base := []string{"-parked", "10000", "-depth", "20", "-workers", strconv.Itoa(*workers), "-d", period.String()}
 	vs := []variant{
 		{"none", "fork", nil, nil},
-		{"golineage profile -wall -hz 10", "fork", nil, []string{"-wall", "-hz", "10"}},
+		{"golineage profile -wall -hz 10 -collector ptrace", "fork", nil, []string{"-wall", "-hz", "10", "-collector", "ptrace"}},
 		{"golineage profile -wall -hz 10 -consistent", "fork", nil, []string{"-wall", "-hz", "10", "-consistent"}},
+		{"golineage profile -wall -hz 10 -collector ebpf", "fork", nil, []string{"-wall", "-hz", "10", "-collector", "ebpf"}},
+		{"golineage profile -hz 99 -collector ebpf", "fork", nil, []string{"-hz", "99", "-collector", "ebpf"}},
 		{"fgprof 99 Hz", "fork", []string{"-fgprof", "99"}, nil},
 		{"fgprof loop 10 Hz", "fork", []string{"-fgprof", "10"}, nil},
 		{"none", "upstream", nil, nil},
@@ -310,7 +314,15 @@ func overheads(t tools) error {
 	if !*consistent {
 		vs = slices.DeleteFunc(vs, func(v variant) bool { return slices.Contains(v.profile, "-consistent") })
 	}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return fmt.Errorf("-only: %v", err)
+		}
+		vs = slices.DeleteFunc(vs, func(v variant) bool { return v.name != "none" && !re.MatchString(v.toolchain+" "+v.name) })
+	}
 	ops := make([][]float64, len(vs))
+	perCPU := make([][]float64, len(vs)) // work units per second of the target's CPU time
 	stopsOut := make([][]string, len(vs))
 	for round := range *rounds {
 		order := rand.Perm(len(vs))
@@ -320,11 +332,12 @@ func overheads(t tools) error {
 			if v.toolchain == "upstream" {
 				exe = t.upTarget
 			}
-			o, st, err := overheadRun(t, exe, append(slices.Clone(base), v.targetArgs...), v.profile)
+			o, pc, st, err := overheadRun(t, exe, append(slices.Clone(base), v.targetArgs...), v.profile)
 			if err != nil {
 				return fmt.Errorf("round %d, %s %s: %v", round, v.toolchain, v.name, err)
 			}
 			ops[i] = append(ops[i], o)
+			perCPU[i] = append(perCPU[i], pc)
 			if st != "" {
 				stopsOut[i] = append(stopsOut[i], st)
 			}
@@ -332,8 +345,8 @@ func overheads(t tools) error {
 		fmt.Fprintf(os.Stderr, "round %d done, load %s", round, loadavg())
 	}
 	fmt.Printf("\n## overhead: %d workers, 10k parked goroutines, %v per run, %d rounds (variants in random order per round)\n\n", *workers, *period, *rounds)
-	fmt.Println("| toolchain | profiler | ops/s median [min, max] | loss vs no profiler: median [min, max] of per-round losses |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| toolchain | profiler | ops/s median [min, max] | loss vs no profiler: median [min, max] of per-round losses | ops per target CPU second: loss, same |")
+	fmt.Println("|---|---|---|---|---|")
 	baseline := map[string]int{}
 	for i, v := range vs {
 		if v.name == "none" {
@@ -343,16 +356,19 @@ func overheads(t tools) error {
 	for i, v := range vs {
 		os := slices.Clone(ops[i])
 		slices.Sort(os)
-		loss := "-"
-		if b := baseline[v.toolchain]; b != i {
+		loss := func(ops [][]float64) string {
+			b := baseline[v.toolchain]
+			if b == i {
+				return "-"
+			}
 			var ls []float64
 			for r := range ops[i] {
 				ls = append(ls, 100*(1-ops[i][r]/ops[b][r]))
 			}
 			slices.Sort(ls)
-			loss = fmt.Sprintf("%.1f%% [%.1f%%, %.1f%%]", ls[len(ls)/2], ls[0], ls[len(ls)-1])
+			return fmt.Sprintf("%.1f%% [%.1f%%, %.1f%%]", ls[len(ls)/2], ls[0], ls[len(ls)-1])
 		}
-		fmt.Printf("| %s | %s | %.0f [%.0f, %.0f] | %s |\n", v.toolchain, v.name, os[len(os)/2], os[0], os[len(os)-1], loss)
+		fmt.Printf("| %s | %s | %.0f [%.0f, %.0f] | %s | %s |\n", v.toolchain, v.name, os[len(os)/2], os[0], os[len(os)-1], loss(ops), loss(perCPU))
 	}
 	for i, v := range vs {
 		for _, s := range stopsOut[i] {
@@ -362,15 +378,18 @@ func overheads(t tools) error {
 	return nil
 }
 
-var reProfStops = regexp.MustCompile(`golineage: (\d+ samples; .*|threads stopped per sample: .*|sampling used .*|CPU time per tick: .*)`)
+var reProfStops = regexp.MustCompile(`golineage: (\d+ samples; .*|threads stopped per sample: .*|sampling used .*|CPU time per tick: .*|ebpf: .*)`)
 
 // overheadRun runs the target once, with golineage profile attached if
 // profile is not nil, and returns its work units per second over the
-// measured period (and golineage's stop report).
-func overheadRun(t tools, exe string, args, profile []string) (float64, string, error) {
+// measured period, per second of its own CPU time over the same period
+// (what the work costs the target, whatever share of the CPUs a loaded
+// machine gives it: a BPF program that runs in the target's timer
+// interrupts is charged to it), and golineage's stop report.
+func overheadRun(t tools, exe string, args, profile []string) (float64, float64, string, error) {
 	tg, err := startTarget(exe, args...)
 	if err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
 	defer tg.stop()
 	var prof *exec.Cmd
@@ -379,7 +398,7 @@ func overheadRun(t tools, exe string, args, profile []string) (float64, string, 
 	if profile != nil {
 		out, err := os.CreateTemp("", "golineage-profile")
 		if err != nil {
-			return 0, "", err
+			return 0, 0, "", err
 		}
 		out.Close()
 		defer os.Remove(out.Name())
@@ -387,11 +406,11 @@ func overheadRun(t tools, exe string, args, profile []string) (float64, string, 
 		prof = exec.Command(t.golineage, append(pargs, strconv.Itoa(tg.cmd.Process.Pid))...)
 		pr, pw, err := os.Pipe()
 		if err != nil {
-			return 0, "", err
+			return 0, 0, "", err
 		}
 		prof.Stderr = pw
 		if err := prof.Start(); err != nil {
-			return 0, "", err
+			return 0, 0, "", err
 		}
 		pw.Close()
 		started := make(chan bool, 1)
@@ -410,7 +429,7 @@ func overheadRun(t tools, exe string, args, profile []string) (float64, string, 
 		case <-started:
 		case <-time.After(time.Minute):
 			prof.Process.Kill()
-			return 0, "", fmt.Errorf("golineage profile did not start: %s", stderr.String())
+			return 0, 0, "", fmt.Errorf("golineage profile did not start: %s", stderr.String())
 		}
 		defer func() {
 			if prof != nil {
@@ -421,16 +440,18 @@ func overheadRun(t tools, exe string, args, profile []string) (float64, string, 
 		}()
 	}
 	time.Sleep(500 * time.Millisecond) // past start-up
+	cpu0 := cpuTime(tg.cmd.Process.Pid)
 	if _, err := io.WriteString(tg.in, "start\n"); err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
 	l, err := tg.line(*period + time.Minute)
 	if err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
+	cpu := cpuTime(tg.cmd.Process.Pid) - cpu0
 	f := strings.Fields(l)
 	if len(f) != 2 || f[0] != "ops/s" {
-		return 0, "", fmt.Errorf("target printed %q", l)
+		return 0, 0, "", fmt.Errorf("target printed %q", l)
 	}
 	ops, err := strconv.ParseFloat(f[1], 64)
 	if prof != nil {
@@ -439,5 +460,21 @@ func overheadRun(t tools, exe string, args, profile []string) (float64, string, 
 		<-done
 		prof = nil
 	}
-	return ops, strings.Join(reProfStops.FindAllString(stderr.String(), -1), "; "), err
+	return ops, ops * period.Seconds() / cpu.Seconds(), strings.Join(reProfStops.FindAllString(stderr.String(), -1), "; "), err
+}
+
+// cpuTime is process pid's CPU time (user and system, all threads).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }

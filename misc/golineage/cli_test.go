@@ -30,7 +30,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"ps", "-func", "(", "1"}, 2, "", "missing closing )"},
 		{[]string{"help", "frobnicate"}, 2, "", `help: unknown command "frobnicate"`},
 		{[]string{"ps", "-h"}, 0, "usage: golineage ps [-json]", ""},
-		{[]string{"help", "profile"}, 0, "-collector ptrace|bpf", ""},
+		{[]string{"help", "profile"}, 0, "-collector ebpf|ptrace|bpf", ""},
 		{[]string{"stacks", "-bogus", "1"}, 2, "", "flag provided but not defined: -bogus"},
 		{[]string{"stacks", "abc"}, 2, "", "\"abc\" is not a process id\nrun 'golineage help stacks' for usage\n"},
 		{[]string{"ps", "1", "2"}, 2, "", "ps: need exactly one PID"},

@@ -505,7 +505,7 @@ func TestProfileWallThreads(t *testing.T) {
 	profileWall := func(pid int) (prof *profile.Profile, ticks int, stopped, listed float64) {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "wall.pb.gz")
-		_, stderr, code := tool(t, "profile", "-wall", "-stats", "-hz", "20", "-duration", "1s", "-o", path, strconv.Itoa(pid))
+		_, stderr, code := tool(t, "profile", "-wall", "-collector", "ptrace", "-stats", "-hz", "20", "-duration", "1s", "-o", path, strconv.Itoa(pid))
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}

@@ -13,8 +13,8 @@
 //	golineage waits [-json] [-stats] [-stop] [-func REGEXP] [-goid N]
 //		[-state S] PID | --core CORE EXE
 //	golineage profile [-consistent] [-native] [-running] [-stats] [-wall]
-//		[-collector ptrace|bpf] [-duration D] [-format pprof|folded|svg]
-//		[-hz N] [-o FILE] PID
+//		[-collector ebpf|ptrace|bpf] [-duration D]
+//		[-format pprof|folded|svg] [-hz N] [-o FILE] PID
 //	golineage symbolize [-bias N] EXE
 //	golineage unwind [-bias N] EXE
 //	golineage help [COMMAND]
@@ -95,11 +95,12 @@ func init() {
 	}
 }
 
-const exitStatus = `Exit status: 0 success; 1 failure (including a damaged core, after what it
-still holds is printed and one line counting what was skipped); 2 bad usage; 130 interrupted (SIGINT, SIGTERM
-or SIGHUP: every thread is detached at once, the target runs again, and a
-profile writes what was sampled); 141 standard output closed early (a
-broken pipe, as in "golineage ps PID | head": the output stops quietly).
+const exitStatus = `Exit status: 0 success; 1 failure (including a damaged core, after
+what it still holds is printed and one line counting what was skipped);
+2 bad usage; 130 interrupted (SIGINT, SIGTERM or SIGHUP: every thread is
+detached at once, the target runs again, and a profile writes what was
+sampled); 141 standard output closed early (a broken pipe, as in
+"golineage ps PID | head": the output stops quietly).
 `
 
 // interrupted is set by SIGINT/SIGTERM/SIGHUP while a command runs; the

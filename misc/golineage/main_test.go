@@ -424,17 +424,7 @@ func TestErrors(t *testing.T) {
 // The ABI's absence is made by erasing the header's cookie from a copy, so
 // the test does not depend on which runtime built the fixture.
 func TestNoABI(t *testing.T) {
-	exe := fixture(t, "blocked")
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data = bytes.ReplaceAll(data, lineageabi.Magic, make([]byte, len(lineageabi.Magic)))
-	noabi := filepath.Join(t.TempDir(), "noabi")
-	if err := os.WriteFile(noabi, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := start(t, noabi)
+	p := start(t, withoutABI(t, fixture(t, "blocked")))
 	_, stderr, code := tool(t, "stacks", fmt.Sprint(p.pid()))
 	p.checkRunning(t)
 	if code == 0 || !strings.Contains(stderr, "does not publish the goroutine lineage ABI") || !strings.Contains(stderr, "built by go1.") {
@@ -547,7 +537,7 @@ func TestProfileNative(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	time.Sleep(200 * time.Millisecond)
 	pid := fmt.Sprint(cmd.Process.Pid)
-	for _, mode := range []string{"ptrace", "ptrace-consistent", "bpf"} {
+	for _, mode := range []string{"ptrace", "ptrace-consistent", "bpf", "ebpf"} {
 		t.Run(mode, func(t *testing.T) {
 			collector, extra := mode, "-consistent=false"
 			if mode == "ptrace-consistent" {
@@ -557,6 +547,9 @@ func TestProfileNative(t *testing.T) {
 				if err := bpfAvailable(); err != nil {
 					t.Skipf("skipping: %v", err)
 				}
+			}
+			if collector == "ebpf" {
+				requireEBPF(t)
 			}
 			dir := t.TempDir()
 			folded, stderr, code := tool(t, "profile", "-native", extra, "-collector", collector, "-hz", "199", "-duration", "1s", "-format", "folded", pid)

@@ -42,7 +42,7 @@ func profileFlagSet(fl *flag.FlagSet) func(*invocation) error {
 	fl.DurationVar(&pf.duration, "duration", 10*time.Second, "how long to sample (`D`)")
 	fl.StringVar(&pf.out, "o", "", "output `FILE` (default golineage.pb.gz for pprof, standard output for folded and svg); written whole or not at all")
 	fl.StringVar(&pf.format, "format", "pprof", "output format, `pprof|folded|svg`: pprof, folded stacks (flame-graph scripts) or an SVG flame graph")
-	fl.StringVar(&pf.collector, "collector", "ptrace", "`ptrace|bpf`: stop threads from user space (ptrace), or copy stacks in the kernel with bpftrace (bpf)")
+	fl.StringVar(&pf.collector, "collector", "", "`ebpf|ptrace|bpf`: copy stacks in the kernel with a BPF program (ebpf; the default where the kernel allows it, else ptrace), stop threads from user space (ptrace), or copy stacks in the kernel with bpftrace (bpf)")
 	fl.BoolVar(&pf.native, "native", false, "native stacks only (allowed for binaries without the lineage ABI)")
 	fl.BoolVar(&pf.running, "running", false, "keep only samples of threads that were running (a CPU profile)")
 	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times and the sampling loop's CPU time to standard error")
@@ -68,11 +68,14 @@ func runProfile(inv *invocation, pf profileFlags) error {
 	if pf.format != "pprof" && pf.format != "folded" && pf.format != "svg" {
 		return inv.usage("-format %q: want pprof, folded or svg", pf.format)
 	}
-	if pf.collector != "ptrace" && pf.collector != "bpf" {
-		return inv.usage("-collector %q: want ptrace or bpf", pf.collector)
+	if pf.collector != "" && pf.collector != "ebpf" && pf.collector != "ptrace" && pf.collector != "bpf" {
+		return inv.usage("-collector %q: want ebpf, ptrace or bpf", pf.collector)
 	}
-	if pf.wall && (pf.collector != "ptrace" || pf.native || pf.running) {
-		return inv.usage("-wall needs the ptrace collector and the lineage ABI; it cannot be combined with -native or -running")
+	if pf.wall && (pf.collector == "bpf" || pf.native || pf.running) {
+		return inv.usage("-wall needs the ebpf or ptrace collector and the lineage ABI; it cannot be combined with -native or -running")
+	}
+	if pf.consistent && pf.collector != "" && pf.collector != "ptrace" {
+		return inv.usage("-consistent needs the ptrace collector")
 	}
 	pid, err := parsePID(inv.args[0])
 	if err != nil {
@@ -103,12 +106,7 @@ func runProfile(inv *invocation, pf profileFlags) error {
 		return err
 	}
 	b := pprofout.New(bin, bias, time.Second/time.Duration(pf.hz))
-	b.Title = fmt.Sprintf("golineage profile of %s (pid %d), %d Hz, %s collector", filepath.Base(bin.Path), pid, pf.hz, pf.collector)
-	if pf.collector == "bpf" {
-		err = sampleBPF(pid, bin, bias, abi, pf, b)
-	} else if err = target.CheckTracer(pid); err == nil {
-		err = samplePtrace(pid, bin, bias, abi, pf, b)
-	}
+	err = runCollector(pid, bin, bias, abi, pf, b)
 	if errors.Is(err, context.Canceled) {
 		err = nil // interrupted: what was sampled is written
 	}

@@ -1,0 +1,308 @@
+package main
+
+// The ebpf collector: a BPF program on a cpu-clock perf event of every CPU
+// copies, for each sample of one of the target's threads, its user stack
+// (walked by frame pointers), the registers and words the innermost-frame
+// repair needs, and its goroutine's lineage record (internal/ebpf). No
+// thread of the target is ever stopped: with -wall, the goroutines that are
+// not running are read from the registry as the ptrace collector reads
+// them between its thread stops (sampleParkedLive), and the running ones
+// are those the program sampled since the previous tick.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"fpsafe.dev/misc/golineage/internal/ebpf"
+	"fpsafe.dev/misc/golineage/internal/pprofout"
+	"fpsafe.dev/misc/golineage/internal/target"
+	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/lineageabi"
+)
+
+// btfEnv names the kernel BTF the ebpf collector loads against (default
+// /sys/kernel/btf/vmlinux); tests point it elsewhere to play a kernel
+// without BTF.
+const btfEnv = "GOLINEAGE_KERNEL_BTF"
+
+// runCollector runs the collector pf selects and prints, on one line, which one
+// ran; the default is ebpf where this kernel and process allow it, else
+// ptrace with the reason.
+func runCollector(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
+	name, why := chooseCollector(pf, bin.Arch, func() error { return ebpf.CheckPrivileges(os.Getenv(btfEnv)) })
+	var run *ebpfRun
+	if name == "ebpf" {
+		var err error
+		run, err = openEBPF(pid, bin.Arch, bias, abi, pf)
+		switch {
+		case err != nil && pf.collector == "" && errors.Is(err, ebpf.ErrUnavailable):
+			name, why = "ptrace", err.Error()
+		case err != nil:
+			return err
+		default:
+			defer run.close()
+			why = run.note
+		}
+	}
+	if why != "" {
+		fmt.Fprintf(pf.stderr, "golineage: collector %s (%s)\n", name, why)
+	} else {
+		fmt.Fprintf(pf.stderr, "golineage: collector %s\n", name)
+	}
+	b.Title = fmt.Sprintf("golineage profile of %s (pid %d), %d Hz, %s collector", filepath.Base(bin.Path), pid, pf.hz, name)
+	switch name {
+	case "ebpf":
+		return run.sample(bin, bias, abi, pf, b)
+	case "bpf":
+		return sampleBPF(pid, bin, bias, abi, pf, b)
+	}
+	if err := target.CheckTracer(pid); err != nil {
+		return err
+	}
+	return samplePtrace(pid, bin, bias, abi, pf, b)
+}
+
+// chooseCollector returns the collector to run and, for a default that is
+// not ebpf, why not. ebpfUsable checks the kernel and privileges.
+func chooseCollector(pf profileFlags, arch string, ebpfUsable func() error) (name, why string) {
+	if pf.collector != "" {
+		return pf.collector, ""
+	}
+	switch {
+	case pf.consistent:
+		return "ptrace", "-consistent stops the threads"
+	case arch != "amd64":
+		return "ptrace", fmt.Sprintf("%v: it supports amd64 only, the executable is %s", ebpf.ErrUnavailable, arch)
+	}
+	if err := ebpfUsable(); err != nil {
+		return "ptrace", err.Error()
+	}
+	return "ebpf", ""
+}
+
+// ebpfRun is a loaded and attached ebpf collector.
+type ebpfRun struct {
+	pid  int
+	c    *ebpf.Collector
+	view *lineageabi.View // nil without lineage
+	note string           // why samples have no lineage, if they cannot
+
+	torn, otherThread, malformed int // samples left without lineage, by why
+}
+
+func openEBPF(pid int, arch string, bias uint64, abi *lineageabi.ABI, pf profileFlags) (*ebpfRun, error) {
+	if arch != "amd64" {
+		// The program reads amd64's thread pointer and registers.
+		return nil, fmt.Errorf("%w: it supports amd64 only, the executable is %s", ebpf.ErrUnavailable, arch)
+	}
+	cfg := ebpf.Config{TGID: pid, Hz: pf.hz, BTF: os.Getenv(btfEnv), Stats: pf.stats}
+	r := &ebpfRun{pid: pid}
+	if abi != nil {
+		// The offsets and the run-time fields (tls_g_offset) are read with
+		// the process running: they are written once, before any goroutine.
+		v, err := abi.Load(target.ProcMem(pid), bias)
+		if err != nil {
+			return nil, err
+		}
+		h := v.H
+		r.view, r.note = v, v.Note
+		cfg.Lineage = h.Flags&lineageabi.FlagRecords != 0
+		cfg.TLSG, cfg.TLSGOffset = h.Flags&lineageabi.FlagTLSG != 0, h.TLSGOffset
+		cfg.OffGM, cfg.OffMRegion = h.OffGM, h.OffMRegion
+		cfg.OffRegionSeq, cfg.OffRegionTid, cfg.OffRegionCur = h.OffRegionSeq, h.OffRegionTid, h.OffRegionCur
+		cfg.OffRecSeq, cfg.RecordSize = h.OffRecSeq, h.RecordSize
+	}
+	c, err := ebpf.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.c = c
+	return r, nil
+}
+
+func (r *ebpfRun) close() { r.c.Close() }
+
+// ebpfPoll bounds how long the reader waits for an event before it checks
+// that the target still runs and that it was not interrupted.
+const ebpfPoll = 50 * time.Millisecond
+
+// sample reads the program's events until the duration ends, the target
+// exits or the command is interrupted. With -wall, each tick adds the
+// running goroutines sampled since the previous tick and every parked one.
+func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
+	start, cpu0 := time.Now(), cpuTime()
+	deadline := start.Add(pf.duration)
+	period := time.Second / time.Duration(pf.hz)
+	nextTick := start.Add(period)
+	var (
+		running   = map[uint64]pprofout.Sample{} // -wall: the latest sample of each goroutine this tick
+		cache     lineageabi.Cache[*pprofout.Sample]
+		events    int
+		ticks     int
+		lastCheck = start
+	)
+	if pf.stats {
+		fmt.Fprintln(pf.stderr, "golineage: sampling started")
+	}
+	defer func() {
+		if pf.stats {
+			d, cpu := time.Since(start), cpuTime()-cpu0
+			runs, inBPF := r.c.RunTime()
+			perRun := time.Duration(0)
+			if runs > 0 {
+				perRun = inBPF / time.Duration(runs)
+			}
+			fmt.Fprintf(pf.stderr, "golineage: ebpf: %d samples (without lineage: %d torn, %d of another thread, %d malformed; %d lost to a full ring buffer), %d wall-clock ticks; the program ran %d times for %v (%v each, all CPUs' samples; the target's own samples ran it in their time)\n",
+				events, r.torn, r.otherThread, r.malformed, r.c.Lost(), ticks, runs, inBPF.Round(time.Microsecond), perRun)
+			fmt.Fprintf(pf.stderr, "golineage: sampling used %v of CPU time in %v (%.1f%% of one CPU)\n",
+				cpu.Round(time.Millisecond), d.Round(time.Millisecond), 100*cpu.Seconds()/d.Seconds())
+		}
+	}()
+	for {
+		now := time.Now()
+		if interrupted.Load() || !now.Before(deadline) {
+			return nil
+		}
+		if now.Sub(lastCheck) >= ebpfPoll {
+			lastCheck = now
+			if processGone(r.pid) {
+				return fmt.Errorf("process %d exited", r.pid)
+			}
+		}
+		if pf.wall && !now.Before(nextTick) {
+			r.wallTick(bin, bias, abi, &cache, running, b)
+			clear(running)
+			ticks++
+			nextTick = nextTick.Add(period)
+			if nextTick.Before(now) {
+				nextTick = now.Add(period) // fell behind: do not burst
+			}
+		}
+		wait := earliest(deadline, now.Add(ebpfPoll))
+		if pf.wall {
+			wait = earliest(wait, nextTick)
+		}
+		e, err := r.c.Read(wait)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("ebpf collector: reading samples: %w", err)
+		}
+		events++
+		s := r.eventSample(e, bin, bias)
+		if !pf.wall {
+			b.Add(s)
+		} else if s.Goid != 0 {
+			running[s.Goid] = s
+		}
+	}
+}
+
+// wallTick adds one wall-clock tick: the goroutines sampled running since
+// the previous tick, then every other goroutine, read from the registry
+// with no thread stopped.
+func (r *ebpfRun) wallTick(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, cache *lineageabi.Cache[*pprofout.Sample], running map[uint64]pprofout.Sample, b *pprofout.Builder) {
+	var onCPU []pprofout.Sample
+	for _, s := range running {
+		onCPU = append(onCPU, s)
+		b.Add(s)
+	}
+	snap := &snapshot{bin: bin, bias: bias, mem: target.ProcMem(r.pid), abi: abi, live: true}
+	for _, s := range sampleParkedLive(snap, cache, onCPU) {
+		b.AddShared(s)
+	}
+}
+
+// eventSample turns an event into a sample: the innermost frame repaired
+// as the bpf collector does, and the lineage stitched. A sample whose
+// lineage copy is not whole keeps its stack and is counted.
+func (r *ebpfRun) eventSample(e *ebpf.Event, bin *gobin.Binary, bias uint64) pprofout.Sample {
+	bs := bpfSample{tid: int(e.TID), regs: target.Regs{PC: e.PC, SP: e.SP, FP: e.FP, TLS: e.FSBase}, words: e.Words[:], ustack: e.Stack}
+	if len(bs.ustack) == 0 {
+		bs.ustack = []uint64{e.PC}
+	}
+	s := bs.sample(bin, bias, false)
+	if r.view == nil {
+		return s
+	}
+	goid, chain, err := eventLineage(r.view.H, e)
+	switch {
+	case errors.Is(err, lineageabi.ErrTorn):
+		r.torn++
+	case errors.Is(err, errOtherThread):
+		r.otherThread++
+	case err != nil:
+		r.malformed++
+	default:
+		s.Goid, s.Lineage = goid, chain
+	}
+	return s
+}
+
+// errOtherThread is eventLineage's error for a region that names another
+// thread than the sampled one.
+var errOtherThread = errors.New("the region belongs to another thread")
+
+// eventLineage checks and decodes the lineage record an event copied: the
+// region's tid must be the sampled thread's (the region rule), and the
+// record's seq even and the same before the copy, in it and after it.
+func eventLineage(h *lineageabi.Header, e *ebpf.Event) (goid uint64, chain []lineageabi.Step, err error) {
+	if e.Flags&ebpf.FlagLineage == 0 || e.Cur == 0 {
+		return 0, nil, nil // no goroutine on this thread (or not a Go thread)
+	}
+	if e.Flags&ebpf.FlagRegionOK == 0 || e.Flags&ebpf.FlagRecord == 0 || e.Seq1 != e.Seq2 || e.Seq1&1 != 0 {
+		return 0, nil, lineageabi.ErrTorn
+	}
+	if e.RegionTID != uint64(e.TID) {
+		return 0, nil, fmt.Errorf("sample of thread %d: %w (%d)", e.TID, errOtherThread, e.RegionTID)
+	}
+	// The program copies up to a page boundary, then the rest; bytes it
+	// could not read are in a page the process never touched, zero, unless
+	// the record says it uses them.
+	b := e.Record
+	if len(b) < int(h.RecordSize) {
+		b = append(slices.Clone(b), make([]byte, int(h.RecordSize)-len(b))...)
+	}
+	rec, err := lineageabi.ParseRecord(h, b)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n := recordExtent(h, rec); n > len(e.Record) {
+		return 0, nil, fmt.Errorf("lineage record: %d of its %d bytes in use were read", len(e.Record), n)
+	}
+	if rec.Seq != e.Seq1 {
+		return 0, nil, lineageabi.ErrTorn
+	}
+	return rec.Goid, lineageabi.Chain(rec), nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// recordExtent is how many leading bytes of rec hold fields it uses: the
+// fixed fields, its nanc ancestors and its nstk stack entries.
+func recordExtent(h *lineageabi.Header, rec *lineageabi.Record) int {
+	n := uint64(0)
+	for _, off := range []uint32{h.OffRecSeq, h.OffRecGoid, h.OffRecStartPC, h.OffRecGoPC, h.OffRecParentGoid} {
+		n = max(n, uint64(off)+8)
+	}
+	for _, off := range []uint32{h.OffRecNanc, h.OffRecNstk, h.OffRecFlags, h.OffRecDepth} {
+		n = max(n, uint64(off)+4)
+	}
+	if rec.Nanc > 0 {
+		n = max(n, uint64(h.OffRecAnc)+uint64(rec.Nanc)*uint64(h.AncSize))
+	}
+	if rec.Nstk > 0 {
+		n = max(n, uint64(h.OffRecStack)+8*uint64(rec.Nstk))
+	}
+	return int(n)
+}

@@ -1,0 +1,71 @@
+package ebpf
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// The layout of struct event in lineage.bpf.c.
+const (
+	maxFrames  = 127
+	stackWords = 8
+	maxRecord  = 4096
+
+	offStack  = 152
+	offRecord = offStack + 8*maxFrames
+	eventSize = offRecord + 2*maxRecord // the program's buffer is twice the largest record
+)
+
+// Event flags, as the program sets them.
+const (
+	FlagLineage  = 1 << 0 // g, m and the thread's region were found
+	FlagRegionOK = 1 << 1 // the region's seq was stable around its tid and cur
+	FlagRecord   = 1 << 2 // a record was copied under an unchanged seq and cur
+)
+
+// Event is one sample the program took.
+type Event struct {
+	TID, Flags         uint32
+	PC, SP, FP, FSBase uint64             // the thread's user registers
+	Words              [stackWords]uint64 // the words at SP upward (zero if unreadable)
+	RegionTID, Cur     uint64             // the region's tid and the record address copied
+	Seq1, Seq2         uint64             // the record's seq before and after the copy
+	Stack              []uint64           // return addresses by frame pointers, PC first
+	StackErr           int64              // bpf_get_stack's error (a negative errno), or 0
+	Record             []byte             // the record bytes that could be read (see copy_record), if copied
+}
+
+// Decode parses one ring-buffer record. The slices of the result alias b.
+func Decode(b []byte) (*Event, error) {
+	if len(b) < eventSize {
+		return nil, fmt.Errorf("ebpf event truncated (%d of %d bytes)", len(b), eventSize)
+	}
+	le := binary.LittleEndian
+	u64 := func(off int) uint64 { return le.Uint64(b[off:]) }
+	e := &Event{TID: le.Uint32(b[0:]), Flags: le.Uint32(b[4:]),
+		PC: u64(8), SP: u64(16), FP: u64(24), FSBase: u64(32),
+		RegionTID: u64(104), Cur: u64(112), Seq1: u64(120), Seq2: u64(128)}
+	for i := range e.Words {
+		e.Words[i] = u64(40 + 8*i)
+	}
+	n := int64(u64(136))
+	switch {
+	case n < 0:
+		e.StackErr = n
+	case n > 8*maxFrames || n%8 != 0:
+		return nil, fmt.Errorf("ebpf event: stack of %d bytes", n)
+	default:
+		e.Stack = make([]uint64, n/8)
+		for i := range e.Stack {
+			e.Stack[i] = u64(offStack + 8*i)
+		}
+	}
+	rb := le.Uint32(b[144:])
+	if rb > maxRecord {
+		return nil, fmt.Errorf("ebpf event: record of %d bytes", rb)
+	}
+	if e.Flags&FlagRecord != 0 {
+		e.Record = b[offRecord : offRecord+int(rb)]
+	}
+	return e, nil
+}

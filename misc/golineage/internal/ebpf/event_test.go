@@ -1,0 +1,59 @@
+package ebpf
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+func FuzzDecode(f *testing.F) {
+	ok := make([]byte, eventSize)
+	le := binary.LittleEndian
+	le.PutUint32(ok[0:], 42)
+	le.PutUint32(ok[4:], FlagLineage|FlagRegionOK|FlagRecord)
+	le.PutUint64(ok[8:], 0x401000)
+	le.PutUint64(ok[136:], 16)
+	le.PutUint64(ok[offStack:], 0x401000)
+	le.PutUint64(ok[offStack+8:], 0x402000)
+	le.PutUint32(ok[144:], 200)
+	f.Add(ok)
+	f.Add(ok[:eventSize-1])
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := Decode(b)
+		if err != nil {
+			return
+		}
+		if len(e.Stack) > maxFrames || len(e.Record) > maxRecord {
+			t.Fatalf("Decode returned %d frames, %d record bytes", len(e.Stack), len(e.Record))
+		}
+	})
+}
+
+func TestDecode(t *testing.T) {
+	b := make([]byte, eventSize)
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], 7)
+	le.PutUint32(b[4:], FlagRecord)
+	le.PutUint64(b[16:], 0xc000)
+	le.PutUint64(b[40+8*7:], 99)
+	le.PutUint64(b[136:], 16)
+	le.PutUint64(b[offStack+8:], 0x402000)
+	le.PutUint32(b[144:], 3)
+	b[offRecord+2] = 5
+	e, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.TID != 7 || e.SP != 0xc000 || e.Words[7] != 99 || len(e.Stack) != 2 || e.Stack[1] != 0x402000 || len(e.Record) != 3 || e.Record[2] != 5 {
+		t.Errorf("Decode = %+v", e)
+	}
+	errno := int64(-14)
+	le.PutUint64(b[136:], uint64(errno))
+	if e, err := Decode(b); err != nil || e.StackErr != -14 || e.Stack != nil {
+		t.Errorf("Decode with a stack error = %+v, %v", e, err)
+	}
+	le.PutUint64(b[136:], 8*maxFrames+8)
+	if _, err := Decode(b); err == nil {
+		t.Error("Decode accepted a stack longer than the event holds")
+	}
+}
