@@ -286,7 +286,7 @@ func TestCorruptCore(t *testing.T) {
 	}
 	h, r := m.view.H, m.view.Reg
 	const bogus uint64 = 9295429630892703745
-	deep := pick("main.chain.gowrap1")
+	deep := pick("main.chain")
 	if len(deep.Record.Anc) < 2 {
 		t.Fatalf("goroutine %d, the deepest of main.chain, has %d ancestors; want at least 2", deep.Goid, len(deep.Record.Anc))
 	}
