@@ -631,11 +631,13 @@ func TestPermission(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			// Every reader refuses it alike, naming the tracer, even
-			// one that would stop no thread (profile -wall of parked
-			// goroutines).
+			// Every reader that uses ptrace refuses it alike, naming
+			// the tracer, even one that would stop no thread (profile
+			// -wall of parked goroutines). The ebpf collector never
+			// attaches, so it profiles a traced process.
 			for _, args := range [][]string{
-				{"stacks", "-native"}, {"ps"}, {"ps", "-stop"}, {"profile", "-wall", "-duration", "200ms", "-format", "folded"},
+				{"stacks", "-native"}, {"ps"}, {"ps", "-stop"},
+				{"profile", "-collector", "ptrace", "-wall", "-duration", "200ms", "-format", "folded"},
 			} {
 				_, stderr, code := tool(t, append(args, fmt.Sprint(p.pid()))...)
 				if code == 0 || !regexp.MustCompile(`already traced by process [1-9]\d* \(gdb\)`).MatchString(stderr) {
