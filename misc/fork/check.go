@@ -18,11 +18,16 @@ var (
 	checkCmdPkgs = []string{"cmd/asm", "cmd/compile", "cmd/link", "cmd/go"}
 )
 
-// check applies the series into a scratch repository, extracts it, compares the result
-// with the repository byte for byte, and (build) builds every commit after "upstream".
+// check verifies the rule on the fork's own files (owned.go): no patch's diff changes a new
+// file of the series, and src/ holds each new file as the last commit does. Then it applies
+// the series into a scratch repository, extracts it, compares the result with the
+// repository byte for byte, and (build) builds every commit after "upstream".
 func (f *fork) check(stdout io.Writer, build, keep bool) error {
 	in, err := f.loadInputs()
 	if err != nil {
+		return err
+	}
+	if err := checkOwnedFiles(f.top, in.series); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp("", "fork-check-")
@@ -39,6 +44,9 @@ func (f *fork) check(stdout io.Writer, build, keep bool) error {
 		return fmt.Errorf("check: %w", err)
 	}
 	g := &gitRepo{dir: scratch}
+	if err := checkSrcMatchesApplied(g, f.top, in.series); err != nil {
+		return err
+	}
 	out := filepath.Join(tmp, "out")
 	if err := extractTo(g, out); err != nil {
 		return fmt.Errorf("check: extracting the applied series: %w", err)
@@ -59,6 +67,7 @@ func (f *fork) check(stdout io.Writer, build, keep bool) error {
 		}
 		return fmt.Errorf("check: apply then extract differs from the repository in %s%s (a patch or the series edited by hand? redo the change in goroot/ and ./fork extract)", strings.Join(first(d, 3), ", "), more(d, 3))
 	}
+	fmt.Fprintf(stdout, "fork: check: no patch changes a new file of the series; src/ holds what the last commit holds\n")
 	fmt.Fprintf(stdout, "fork: check: apply then extract reproduces patches/, src/ and VERSION (%d patches)\n", len(in.series))
 	if !build {
 		return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,15 +141,20 @@ func names(s snapshot) string {
 // upstream file changed; a new file; an upstream file changed with a new file; a change to
 // the fork's own file introduced two commits before.
 func (e *env) edit() {
+	e.editFirst3("package runtime\n\nfunc lineage() {}\n")
+	e.write(e.work, "src/runtime/lineage.go", "package runtime\n\nfunc lineage() { a() }\n")
+	e.commit("runtime: lineage calls a")
+}
+
+// editFirst3 makes edit's first three commits, patch 2 adding lineage.go with content.
+func (e *env) editFirst3(lineage string) {
 	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() {}\n")
 	e.commit("runtime: make a call b\n\nBecause the test says so.")
-	e.write(e.work, "src/runtime/lineage.go", "package runtime\n\nfunc lineage() {}\n")
+	e.write(e.work, "src/runtime/lineage.go", lineage)
 	e.commit("runtime: add lineage.go")
 	e.write(e.work, "src/runtime/asm_amd64.s", "TEXT ·a(SB),0,$0\n\tMOVQ $0, BP\n\tRET\n")
 	e.write(e.work, "src/runtime/lineage_test.go", "package runtime\n")
 	e.commit("runtime: clear BP in a, with a test")
-	e.write(e.work, "src/runtime/lineage.go", "package runtime\n\nfunc lineage() { a() }\n")
-	e.commit("runtime: lineage calls a")
 }
 
 const wantSeries = seriesHeader + `0001-runtime-make-a-call-b.patch
@@ -225,8 +231,10 @@ func TestRoundTripAndDeterminism(t *testing.T) {
 	if d := differences(first, e.snapshot()); len(d) > 0 {
 		t.Fatalf("a second extraction differs from the first: %v", d)
 	}
-	if out := e.mustFork("check", "-nobuild"); !strings.Contains(out, "reproduces") {
-		t.Fatalf("check did not report success:\n%s", out)
+	// edit's patch 4 changes lineage.go, which patch 2 introduces: apply and extract carry
+	// such a diff, and check rejects it (TestCheckOwnedFiles).
+	if _, err := e.fork("check", "-nobuild"); !errors.Is(err, errOwnedFileChanged) {
+		t.Fatalf("check of a patch changing an earlier patch's file: %v", err)
 	}
 	head := e.git("rev-parse", "HEAD^{tree}")
 	if err := os.RemoveAll(e.work); err != nil {
@@ -253,6 +261,87 @@ func TestRoundTripAndDeterminism(t *testing.T) {
 	}
 }
 
+// editFolded makes edit's changes with patch 4's change to lineage.go folded into patch 2,
+// which introduces the file: the series check accepts.
+func (e *env) editFolded() {
+	e.editFirst3("package runtime\n\nfunc lineage() { a() }\n")
+}
+
+// TestCheckOwnedFiles plants each violation of the rule on the fork's own files: a later
+// patch's diff of an earlier patch's new file, a patch's diff of its own new file, and a
+// src/ file that differs from what the applied series builds.
+func TestCheckOwnedFiles(t *testing.T) {
+	t.Run("folded", func(t *testing.T) {
+		e := newEnv(t)
+		e.mustFork("apply")
+		e.editFolded()
+		e.mustFork("extract")
+		out := e.mustFork("check", "-nobuild")
+		for _, want := range []string{"no patch changes a new file", "reproduces"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("check output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("later patch", func(t *testing.T) {
+		e := newEnv(t)
+		e.mustFork("apply")
+		e.edit()
+		e.write(e.work, "src/runtime/lineage_test.go", "package runtime\n\n// A test.\n")
+		e.commit("runtime: change lineage_test.go")
+		e.mustFork("extract")
+		_, err := e.fork("check", "-nobuild")
+		if !errors.Is(err, errOwnedFileChanged) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("check: %v; want one line wrapping errOwnedFileChanged", err)
+		}
+		for _, want := range []string{
+			"patches/0004-runtime-lineage-calls-a.patch changes src/runtime/lineage.go (introduced by patches/0002-runtime-add-lineage-go.patch)",
+			"patches/0005-runtime-change-lineage-test-go.patch changes src/runtime/lineage_test.go (introduced by patches/0003-runtime-clear-bp-in-a-with-a-test.patch)",
+			"git rebase -i upstream",
+		} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("check error lacks %q:\n%v", want, err)
+			}
+		}
+	})
+	// plant appends a diff of lineage.go to patch p of a folded series and runs check.
+	plant := func(t *testing.T, p, header string) error {
+		e := newEnv(t)
+		e.mustFork("apply")
+		e.editFolded()
+		e.mustFork("extract")
+		e.write(e.repo, p, e.read(e.repo, p)+header+"--- a/src/runtime/lineage.go\n+++ b/src/runtime/lineage.go\n@@ -1,3 +1,3 @@\n package runtime\n \n-func lineage() { a() }\n+func lineage() { b() }\n")
+		_, err := e.fork("check", "-nobuild")
+		return err
+	}
+	t.Run("own file", func(t *testing.T) {
+		p := "patches/0002-runtime-add-lineage-go.patch"
+		err := plant(t, p, "diff --git a/src/runtime/lineage.go b/src/runtime/lineage.go\n")
+		if !errors.Is(err, errOwnedFileChanged) || !strings.Contains(err.Error(), p+" changes src/runtime/lineage.go, which it introduces itself") {
+			t.Errorf("check of a patch changing its own new file: %v", err)
+		}
+	})
+	t.Run("src stale", func(t *testing.T) {
+		// A traditional diff (no "diff --git" line), which git apply takes: the first rule
+		// does not see it, the second does.
+		err := plant(t, "patches/0003-runtime-clear-bp-in-a-with-a-test.patch", "")
+		if !errors.Is(err, errSrcStale) || !strings.Contains(err.Error(), "src/runtime/lineage.go differs from the last commit") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("check of a series whose src/ is stale: %v", err)
+		}
+	})
+}
+
+func TestDiffFiles(t *testing.T) {
+	diff := "diff --git a/src/x.go b/src/x.go\n--- a/src/x.go\n+++ b/src/x.go\n@@ -1 +1 @@\n-diff --git a/no b/no\n+x\n" +
+		"diff --git a/src/a b/c.go b/src/a b/c.go\nnew file mode 100644\n" +
+		"diff --git \"a/src/q\\tx.go\" \"b/src/q\\tx.go\"\n" +
+		"diff --git a/src/old.go b/src/new.go\n"
+	got := strings.Join(diffFiles([]byte(diff)), "|")
+	if want := "src/x.go|src/a b/c.go|src/q\tx.go|src/old.go|src/new.go"; got != want {
+		t.Errorf("diffFiles = %q, want %q", got, want)
+	}
+}
+
 func TestExtractRemovesStaleFiles(t *testing.T) {
 	e := newEnv(t)
 	e.mustFork("apply")
@@ -275,7 +364,7 @@ func TestExtractRemovesStaleFiles(t *testing.T) {
 func TestHandEditedPatch(t *testing.T) {
 	e := newEnv(t)
 	e.mustFork("apply")
-	e.edit()
+	e.editFolded()
 	e.mustFork("extract")
 	p := filepath.Join(e.repo, "patches/0001-runtime-make-a-call-b.patch")
 	orig := e.read(e.repo, "patches/0001-runtime-make-a-call-b.patch")
@@ -566,4 +655,19 @@ func TestOnlyVERSIONNamesUpstream(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzDiffFiles(f *testing.F) {
+	f.Add([]byte("diff --git a/src/x.go b/src/x.go\n--- a/src/x.go\n+++ b/src/x.go\n"))
+	f.Add([]byte("diff --git \"a/src/q\\tx.go\" \"b/src/q\\tx.go\"\n"))
+	f.Add([]byte("diff --git a/src/old.go b/src/new.go\ndiff --git a/ b/\ndiff --git \"a/"))
+	f.Fuzz(func(t *testing.T, diff []byte) {
+		seen := map[string]bool{}
+		for _, p := range diffFiles(diff) {
+			if seen[p] {
+				t.Errorf("diffFiles returned %q twice", p)
+			}
+			seen[p] = true
+		}
+	})
 }

@@ -4,8 +4,8 @@
 // The series. patches/series lists the patches in order, one file name per line. Under a
 // patch, tab-indented lines name the new files (GOROOT-relative, such as
 // src/runtime/lineage.go) that this patch introduces; the repository stores each at the same
-// path, as the introducing patch brings it. A later patch that changes such a file carries a
-// diff. Lines starting with # are comments.
+// path, as the introducing patch brings it: its final content, since a patch's diff changes
+// upstream files only (check enforces it). Lines starting with # are comments.
 //
 // The work tree comes in two shapes. make.bash lays out a plain tree: upstream copied, the
 // series applied, no git history, so that a build costs what upstream's own make.bash costs.
@@ -39,8 +39,10 @@ Verbs:
              commits not yet extracted.
   extract    turn goroot/'s commits after the tag "upstream" back into patches/, src/ and
              VERSION; removes patches and new files the series no longer names.
-  check      apply the series into a scratch tree, extract it, compare byte for byte with
-             the repository, and build every commit after "upstream"
+  check      check that no patch's diff changes a new file of the series and that src/
+             holds each as the last commit does; apply the series into a scratch tree,
+             extract it, compare byte for byte with the repository, and build every
+             commit after "upstream"
              (go build runtime runtime/pprof runtime/trace; also cmd/asm cmd/compile
              cmd/link cmd/go for commits touching src/cmd/).
              Flags: -nobuild  skip the per-commit builds

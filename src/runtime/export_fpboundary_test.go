@@ -60,8 +60,8 @@ func fpCheckWalk(fp uintptr, r *fpCheckResult) {
 			return
 		}
 		r.fpPCs[r.nfp] = *(*uintptr)(unsafe.Pointer(fp + goarch.PtrSize))
+		fp = fpNextRecord(fp, r.fpPCs[r.nfp])
 		r.nfp++
-		fp = *(*uintptr)(unsafe.Pointer(fp))
 	}
 }
 
@@ -235,8 +235,8 @@ func fpCheckStoppedWalk(gp *g, fp uintptr, r *fpCheckResult) {
 			return
 		}
 		r.fpPCs[r.nfp] = *(*uintptr)(unsafe.Pointer(fp + goarch.PtrSize))
+		fp = fpNextRecord(fp, r.fpPCs[r.nfp])
 		r.nfp++
-		fp = *(*uintptr)(unsafe.Pointer(fp))
 	}
 }
 
@@ -350,3 +350,9 @@ func FPCheckEachPC(entry uintptr, fn func(pc uintptr, delta int32)) {
 // FPCheckMaxSPDelta returns the largest SP delta of the function whose
 // entry is entry.
 func FPCheckMaxSPDelta(entry uintptr) int32 { return funcMaxSPDelta(findfunc(entry)) }
+
+// CgoLinkWalk is cgoLinkWalk, which checks the C frame records between a
+// cgo callback and its cgocall site.
+func CgoLinkWalk(fp, want, lo, hi uintptr) uintptr { return cgoLinkWalk(fp, want, lo, hi) }
+
+const CgoLinkMaxRecords = cgoLinkMaxRecords

@@ -132,6 +132,43 @@ func TestFPBoundaryRecover(t *testing.T) {
 	checkFP(t, "after recover, grown stack", fpGrow(500))
 }
 
+// fpGoexitRecovered runs Goexit from a few frames down, makes one of the
+// deferred calls Goexit runs panic, and recovers that panic in a frame above
+// Goexit. The recovery cannot unwind past the pending Goexit, so Goexit's
+// defer loop resumes (runtime.recovery), and the deferred calls it runs next
+// see Goexit's frame rebuilt from gp.sched.
+func fpGoexitRecovered(depth int, res *runtime.FPCheck) {
+	if depth > 0 {
+		fpGoexitRecovered(depth-1, res)
+		fpSink.Add(1)
+		return
+	}
+	defer func() { *res = runtime.FPCheckGoroutine() }()
+	defer func() { recover() }()
+	func() {
+		defer func() { panic("in Goexit") }()
+		runtime.Goexit()
+	}()
+}
+
+// A deferred call that Goexit runs after a recovered panic sees the chain
+// through Goexit into the goroutine's frames (upstream's chain there stopped
+// at Goexit, so the tracer recorded 3 frames where gentraceback has 9, as in
+// package sync's TestOnceFuncGoexit).
+func TestFPBoundaryGoexitRecover(t *testing.T) {
+	var res runtime.FPCheck
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fpGoexitRecovered(3, &res)
+	}()
+	<-done
+	checkFP(t, "deferred call in Goexit after recover", res)
+	if !slices.ContainsFunc(res.FP, func(pc uintptr) bool { return runtime.FPCheckFuncName(pc) == "runtime.Goexit" }) {
+		t.Errorf("walk lacks runtime.Goexit:%s", fpCheckString(res.FP))
+	}
+}
+
 //go:noinline
 func fpSpinLeaf(i int) int {
 	// A local array indexed by a variable: the leaf gets a frame, so that a

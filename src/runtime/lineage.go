@@ -92,6 +92,8 @@ type lineageHeader struct {
 	offGM, offMRegion, offGRecord                                      uint32
 	tlsGOffset                                                         int64 // set at run time
 	reserved                                                           [4]uint64
+
+	reg lineageRegistryHeader // appended in revision 2 (lineage_registry.go)
 }
 
 // lineageRegion is one M's published state. Only the M's own thread writes it
@@ -106,7 +108,8 @@ type lineageRegion struct {
 	state uint32
 	_     uint32
 	free  *lineageRegion // runtime-private free list link
-	_     [16 - goarch.PtrSize]byte
+	_     [8 - goarch.PtrSize]byte
+	blk   uint64 // runtime-private: *lineageBlock this M hands records out from
 }
 
 // lineageAnc is one inline ancestor.
@@ -127,6 +130,7 @@ type lineageRecord struct {
 	_          sys.NotInHeap
 	seq        uint64
 	parentGoid uint64
+	g          uint64 // *g owning the record, for ever (lineage_registry.go)
 	lineageCounts
 	// child is what lineageCounts are for every child of this goroutine,
 	// worked out at its first go statement (child.nanc is 0 before): most
@@ -187,7 +191,6 @@ var (
 	lineageDepth    uint32 // copy of GODEBUG lineage, fixed at startup
 	lineageStack    uint32 // copy of GODEBUG lineagestack, fixed at startup
 	lineageRecSize  uintptr
-	lineageNRecords atomic.Int64 // records ever allocated (for tests)
 )
 
 // lineageinit fills in the run-time part of the header. Called from schedinit
@@ -216,6 +219,10 @@ func lineageinit() {
 		lineageMode = lineageModeStacks
 	}
 	lineageNoStacks = lineageMode != lineageModeStacks
+	if d > 0 {
+		lineageRegistryInit(h)
+		flags |= lineageRegistry
+	}
 	if off, ok := lineageTLSGOffset(); ok {
 		h.tlsGOffset = int64(off)
 		flags |= lineageTLSG
@@ -334,11 +341,6 @@ func lineageExit(mp *m) {
 	mp.lineage = nil
 }
 
-func lineageAllocRecord() *lineageRecord {
-	lineageNRecords.Add(1)
-	return (*lineageRecord)(persistentalloc(lineageRecSize, 8, &memstats.other_sys))
-}
-
 // ancs returns r's ancestor array; only the first lineageDepth entries exist.
 func (r *lineageRecord) ancs() *[lineageMaxLimit]lineageAnc {
 	return (*[lineageMaxLimit]lineageAnc)(add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{})))
@@ -353,7 +355,7 @@ func lineageExtraG(gp *g) {
 	if lineageDepth == 0 {
 		return
 	}
-	r := lineageAllocRecord()
+	r := lineageAllocRecord(gp.m, gp)
 	r.goid = gp.goid
 	r.startpc = uint64(gp.startpc)
 	r.gopc = uint64(gp.gopc)
@@ -366,19 +368,37 @@ func lineageExtraG(gp *g) {
 // after newg has its goid and before it can run, followed by lineageNewgSlow
 // if it returns false. It is on the path of every go statement, so it is a
 // leaf without a frame that handles the common case (lineage on without
-// creation stacks, a reused g, a creator with a record) with no call and no
-// locked instruction on amd64 (see lineageSeqBegin). The ancestors are one
-// contiguous block, the parent's own entry and its first ancestors, copied
-// two entries (three 16-byte moves) at a time.
+// creation stacks, a creator with a record, a g struct with a record or
+// room in the M's block for one) with no call and no locked instruction on
+// amd64 (see lineageSeqBegin). The ancestors are one contiguous block, the
+// parent's own entry and its first ancestors, copied two entries (three
+// 16-byte moves) at a time.
 //
 //go:nosplit
 func lineageNewg(newg, callergp *g, callerpc uintptr) bool {
 	if lineageMode == lineageModeOff {
 		return true
 	}
+again:
 	r := newg.lineage
 	if r == nil {
-		return false
+		// A g struct that never ran a goroutine (a burst of go
+		// statements started before any of them runs): take the next
+		// record of the M's block, as lineageAllocRecord does, and
+		// start over as for a reused g struct. (Going back rather
+		// than on keeps the reused g struct's path free of register
+		// moves.) lineageNewgSlow links a new block when this one is
+		// full.
+		b := (*lineageBlock)(unsafe.Pointer(uintptr(getg().m.lineage.blk)))
+		if b == nil || b.used == b.nrec {
+			return false
+		}
+		used := b.used
+		r = (*lineageRecord)(unsafe.Add(unsafe.Pointer(b), unsafe.Sizeof(lineageBlock{})+uintptr(used)*lineageRecSize))
+		r.g = uint64(uintptr(unsafe.Pointer(newg)))
+		lineageStoreUsed(&b.used, used+1)
+		newg.lineage = r
+		goto again
 	}
 	p := callergp.lineage
 	if p == nil {
@@ -434,14 +454,14 @@ func lineageNewg(newg, callergp *g, callerpc uintptr) bool {
 }
 
 // lineageNewgSlow finishes what lineageNewg left undone: the first record of
-// a g struct, the record of a goroutine whose creator has none, and the
-// creation stack.
+// a g struct when the M's block is full, the record of a goroutine whose
+// creator has none, and the creation stack.
 //
 //go:noinline
 func lineageNewgSlow(newg, callergp *g, callerpc uintptr) {
 	r, p := newg.lineage, callergp.lineage
 	if r == nil {
-		r = lineageAllocRecord()
+		r = lineageAllocRecord(getg().m, newg)
 		newg.lineage = r
 		if p != nil {
 			lineageNewg(newg, callergp, callerpc)
@@ -489,7 +509,7 @@ func lineageNewgSlow(newg, callergp *g, callerpc uintptr) {
 func lineageNewgStack(r *lineageRecord, callergp *g, callerpc uintptr, flags uint32) (uint32, uint32) {
 	var buf [lineageMaxLimit + lineageSkip]uintptr
 	var n int
-	if !tracefpunwindoff() && !getg().m.hasCgoOnStack() {
+	if !tracefpunwindoff() && !getg().m.fpUnwindNeedsCgoTraceback() && !fpUnwindPanicking(callergp) {
 		n = fpTracebackPCs(unsafe.Pointer(getfp()), buf[:lineageStack+lineageSkip])
 	}
 	i := lineageFind(buf[:n], callerpc)

@@ -239,12 +239,12 @@ func TestLineageHeader(t *testing.T) {
 		"region_size": {peek32(h.addr + 68), 64},
 		"rSeq":        {h.rSeq, 0}, "rTid": {h.rTid, 8}, "rCur": {h.rCur, 16}, "rNext": {h.rNext, 24},
 		"rMid": {peek32(h.addr + 88), 32}, "rState": {h.rState, 40},
-		"cSeq": {h.cSeq, 0}, "cParent": {h.cParent, 8}, "cNanc": {h.cNanc, 16}, "cNstk": {h.cNstk, 20},
-		"cFlags": {h.cFlags, 24}, "cDepth": {h.cDepth, 28}, "cGoid": {h.cGoid, 48}, "cStart": {h.cStart, 56},
-		"cGopc": {h.cGopc, 64}, "cAnc": {h.cAnc, 72}, "aSize": {h.aSize, 24},
+		"cSeq": {h.cSeq, 0}, "cParent": {h.cParent, 8}, "cNanc": {h.cNanc, 24}, "cNstk": {h.cNstk, 28},
+		"cFlags": {h.cFlags, 32}, "cDepth": {h.cDepth, 36}, "cGoid": {h.cGoid, 56}, "cStart": {h.cStart, 64},
+		"cGopc": {h.cGopc, 72}, "cAnc": {h.cAnc, 80}, "aSize": {h.aSize, 24},
 		"aGoid": {h.aGoid, 0}, "aStart": {h.aStart, 8}, "aGopc": {h.aGopc, 16},
-		"cStack":     {h.cStack, 72 + 24*h.maxDepth},
-		"recordSize": {h.recordSize, 72 + 24*h.maxDepth + 8*h.maxStack},
+		"cStack":     {h.cStack, 80 + 24*h.maxDepth},
+		"recordSize": {h.recordSize, 80 + 24*h.maxDepth + 8*h.maxStack},
 		"ptr_size":   {peek32(h.addr + 24), uint32(unsafe.Sizeof(uintptr(0)))},
 	}
 	for k, v := range want {
@@ -745,5 +745,18 @@ func TestLineageCgoCallback(t *testing.T) {
 	}
 	if out := runBuiltTestProg(t, exe, "LineageCgoCallback"); out != "OK\n" {
 		t.Fatalf("PIE: %s", out)
+	}
+}
+
+// Between callbacks a C thread keeps its extra M and region but runs no
+// goroutine: the region's cur must say so (lineage ABI, section 7).
+func TestLineageCgoCallbackReturn(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("test reads ELF")
+	}
+	testenv.MustHaveCGO(t)
+	out := runTestProg(t, "testprogcgo", "LineageCgoCallbackReturn")
+	if out != "OK\n" {
+		t.Fatal(out)
 	}
 }

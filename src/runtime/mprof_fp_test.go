@@ -473,3 +473,94 @@ func TestGoroutineProfileFPStates(t *testing.T) {
 		t.Errorf("with goroutineprofilefpunwindoff=1: state %q, want off", s)
 	}
 }
+
+//go:noinline
+func fpgGrow(d int) byte {
+	var pad [1024]byte
+	if d > 0 {
+		pad[d%len(pad)] = fpgGrow(d - 1)
+	}
+	return pad[0]
+}
+
+// TestGoroutineProfileHoldStack checks the goroutine profile's hold on the
+// stack of a goroutine it walks: the concurrent profile reads goroutines
+// while the garbage collector may shrink (move) their stacks, which once in
+// about 3 million walks made a walk see the stack move (runtime/pprof's
+// TestGoroutineProfileConcurrency under GODEBUG=fpunwindcheck). The walk
+// holds the goroutine's scan bit, as the collector does to scan or shrink a
+// stack, so the goroutine cannot change state, and its stack cannot move,
+// until the walk releases it.
+func TestGoroutineProfileHoldStack(t *testing.T) {
+	scanBit, ranWhileHeld, ranAfter := runtime.GoroutineProfileHoldStack()
+	if !scanBit || ranWhileHeld || !ranAfter {
+		t.Errorf("hold took the scan bit: %v; goroutine ran while held: %v, after release: %v; want true, false, true", scanBit, ranWhileHeld, ranAfter)
+	}
+}
+
+// TestGoroutineProfileFPShrink takes goroutine profiles while the garbage
+// collector shrinks the stacks of the goroutines they read: goroutines
+// grow their stacks, unwind, and park, over and over. Every walk must
+// agree with gentraceback (fpunwindcheck), and nothing may deadlock
+// between the walks' holds and the collector's.
+func TestGoroutineProfileFPShrink(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	defer runtime.SetFPUnwindCheck(runtime.SetFPUnwindCheck(true))
+	checked0, mismatches0 := runtime.FPUnwindCheckCounts("goroutine")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	tick := make(chan struct{})
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				fpgGrow(200) // about 200 KiB of stack, then unwound
+				select {
+				case <-tick:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case tick <- struct{}{}:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	p := make([]runtime.StackRecord, 100)
+	dur := 2 * time.Second
+	if testing.Short() {
+		dur = 500 * time.Millisecond
+	}
+	for end := time.Now().Add(dur); time.Now().Before(end); {
+		runtime.GoroutineProfile(p)
+	}
+	close(stop)
+	wg.Wait()
+	checked, mismatches := runtime.FPUnwindCheckCounts("goroutine")
+	t.Logf("%d goroutine profile walks cross-checked", checked-checked0)
+	if mismatches != mismatches0 {
+		t.Errorf("%d of %d goroutine profile walks rejected or differing from gentraceback", mismatches-mismatches0, checked-checked0)
+	}
+}

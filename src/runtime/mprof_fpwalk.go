@@ -14,7 +14,7 @@
 //     checks every frame pointer against the bounds of the stack being
 //     walked, so a stale or garbage frame pointer (issues 61766, 73664)
 //     ends the walk with fpWalkBad instead of a wild read.
-//  2. fpExpand turns physical PCs into logical PCs with the same rules as
+//  2. fpLogicalPCs turns physical PCs into logical PCs with the same rules as
 //     tracebackPCs (skip, inline expansion, wrapper elision, the PC
 //     adjustment after injected calls, and the frames at which the
 //     unwinder stops). Its result is a pure function of the PCs, so callers
@@ -60,8 +60,8 @@ func fpWalk(fp, lo, hi uintptr, pcBuf []uintptr) (n int, how int) {
 			return n, fpWalkBad
 		}
 		pcBuf[n] = *(*uintptr)(unsafe.Pointer(fp + goarch.PtrSize))
+		next := fpNextRecord(fp, pcBuf[n])
 		n++
-		next := *(*uintptr)(unsafe.Pointer(fp))
 		if next != 0 && next >= lo && next < hi && next <= fp {
 			return n, fpWalkBad
 		}
@@ -70,7 +70,7 @@ func fpWalk(fp, lo, hi uintptr, pcBuf []uintptr) (n int, how int) {
 	return n, fpWalkFull
 }
 
-// fpExpand converts the physical return PCs in phys (innermost first) to
+// fpLogicalPCs converts the physical return PCs in phys (innermost first) to
 // the logical PCs tracebackPCs would record for the same frames, skipping
 // skip logical frames and storing at most len(dst). It returns the number
 // stored and whether the slow unwinder would have stopped within phys (at a
@@ -79,7 +79,7 @@ func fpWalk(fp, lo, hi uintptr, pcBuf []uintptr) (n int, how int) {
 //
 // syscallFirst is set when phys[0] is gp.syscallpc, for which the unwinder
 // ignores the SP-writing flag of the innermost frame.
-func fpExpand(skip int, phys, dst []uintptr, syscallFirst bool) (n int, stopped bool) {
+func fpLogicalPCs(skip int, phys, dst []uintptr, syscallFirst bool) (n int, stopped bool) {
 	calleeID := abi.FuncIDNormal
 	trap := false
 	for i, pc := range phys {
@@ -125,7 +125,7 @@ func fpExpand(skip int, phys, dst []uintptr, syscallFirst bool) (n int, stopped 
 // they hold it, so an allocation profiled in between cannot clobber it.
 type fpProfScratch struct {
 	phys  []uintptr // physical PCs from fpWalk
-	logic []uintptr // logical PCs from fpExpand (heap profiler)
+	logic []uintptr // logical PCs from fpLogicalPCs (heap profiler)
 	slow  []uintptr // the slow unwinder's PCs, for fpunwindcheck
 	aux   []uintptr // logical PCs for savegFP called from the scheduler
 }

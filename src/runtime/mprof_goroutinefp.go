@@ -7,9 +7,10 @@
 // saveg records a goroutine's logical stack with gentraceback, which costs
 // a pcvalue lookup per frame. For a goroutine that is not running, savegFP walks the frame
 // pointers from gp.sched.bp (gp.syscallbp in a syscall) instead, and turns
-// the physical stack into the logical one through gstkCache, a lock-free
-// table from physical to logical stacks shared by all profiles: goroutines
-// parked at the same place cost one expansion, and share one record stack.
+// the physical stack into the logical one through goroutineProfStacks, a
+// lock-free table from physical to logical stacks shared by all profiles
+// (mprof_fpstktab.go): goroutines parked at the same place cost one
+// expansion, and share one record stack.
 // A goroutine that has not changed status since the previous profile
 // reuses its entry without reading its stack (gFPProfCache): walking
 // thousands of stacks is bound by memory latency, not by instructions.
@@ -26,19 +27,24 @@
 //   - a goroutine that has not run yet or has no saved frame pointer
 //     (sched.bp or syscallbp is 0);
 //   - a goroutine locked to an M with cgo frames on its stack (a C-to-Go
-//     callback, or an extra M), where the chain runs into C frames;
+//     callback) when a cgo traceback function is registered, which adds C
+//     frames the walk cannot see (fpUnwindNeedsCgoTraceback, the predicate
+//     every frame-pointer unwinder uses; without one, the callback's chain
+//     links to the cgocall site or ends, as gentraceback does);
+//   - a panicking goroutine, whose stack may hold a frameless leaf that
+//     faulted (fpunwindpanic.go);
 //   - a walk that leaves the goroutine's stack or does not grow, or a
 //     chain that ends where the slow unwinder would not stop.
+//
+// The walk holds the goroutine's scan bit (gfpHoldStack), so that the
+// garbage collector cannot shrink the stack under it.
 //
 // GODEBUG=goroutineprofilefpunwindoff=1 restores the slow path.
 
 package runtime
 
 import (
-	"internal/goarch"
 	"internal/profilerecord"
-	"internal/runtime/atomic"
-	"internal/runtime/sys"
 	"unsafe"
 )
 
@@ -48,9 +54,10 @@ const (
 	gfpOff // disabled by GODEBUG or architecture
 	gfpAsyncPreempt
 	gfpSyncPreempt
-	gfpNoFP    // sched.bp / syscallbp is 0, e.g. not started yet
-	gfpCgo     // locked to an M with cgo frames on the stack
-	gfpRunning // running and not in a syscall
+	gfpNoFP      // sched.bp / syscallbp is 0, e.g. not started yet
+	gfpCgo       // locked to an M whose cgo frames a cgo traceback function may expand
+	gfpRunning   // running and not in a syscall
+	gfpPanicking // panicking: a frameless leaf may have faulted (fpunwindpanic.go)
 )
 
 // savegFPState classifies gp for savegFP.
@@ -67,8 +74,11 @@ func savegFPState(gp *g) int {
 	if gp.syncSafePoint {
 		return gfpSyncPreempt
 	}
-	if mp := gp.lockedm.ptr(); mp != nil && mp.hasCgoOnStack() {
+	if gp.lockedm.ptr().fpUnwindNeedsCgoTraceback() {
 		return gfpCgo
+	}
+	if fpUnwindPanicking(gp) {
+		return gfpPanicking
 	}
 	if gp.syscallsp != 0 {
 		if gp.syscallbp == 0 {
@@ -89,38 +99,13 @@ func savegFPState(gp *g) int {
 type gFPProfCache struct {
 	transitions uint32
 	at          uint32
-	stk         uintptr // *gstkEntry, in persistent memory; 0 if none
+	stk         uintptr // *fpStackEntry, in persistent memory; 0 if none
 }
 
-// gstkEntry maps a physical stack (nphys PCs) to a logical one (nlogic PCs),
-// stored after it in memory.
-type gstkEntry struct {
-	_        sys.NotInHeap
-	next     *gstkEntry
-	hash     uintptr
-	nphys    uint32
-	nlogic   uint32
-	syscall  bool
-	fallback bool // the walk cannot be trusted: take the slow path
-}
-
-func (e *gstkEntry) phys() []uintptr {
-	return unsafe.Slice((*uintptr)(add(unsafe.Pointer(e), unsafe.Sizeof(*e))), e.nphys)
-}
-
-func (e *gstkEntry) logic() []uintptr {
-	return unsafe.Slice((*uintptr)(add(unsafe.Pointer(e), unsafe.Sizeof(*e)+uintptr(e.nphys)*goarch.PtrSize)), e.nlogic)
-}
-
-const (
-	gstkCacheSize     = 1 << 12
-	gstkCacheMaxBytes = 8 << 20 // stop adding entries past this
-)
-
-var gstkCache struct {
-	tab   atomic.UnsafePointer // *[gstkCacheSize]atomic.UnsafePointer
-	bytes atomic.Uintptr
-}
+// goroutineProfStacks maps a physical stack, walked from a syscall or not
+// (flag), to its logical stack or to the slow path (see mprof_fpstktab.go).
+// Its entries take at most 8 MiB; past that, stacks are expanded afresh.
+var goroutineProfStacks = fpStackTab{name: "goroutine profile stack hash", nbuckets: 1 << 12, maxBytes: 8 << 20}
 
 // savegFP records gp's stack into r by frame-pointer unwinding, with the
 // result saveg's slow path would record into pcbuf. It reports false if gp
@@ -131,7 +116,48 @@ func savegFP(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 	if savegFPState(gp) != gfpOK {
 		return false
 	}
-	return savegFP1(gp, r, pcbuf)
+	held := gfpHoldStack(gp)
+	ok := savegFP1(gp, r, pcbuf)
+	if debug.fpunwindcheck != 0 {
+		if sc := getg().m.fpScratch; sc != nil {
+			var u unwinder
+			u.initAt(^uintptr(0), ^uintptr(0), 0, gp, unwindSilentErrors)
+			n := tracebackPCs(&u, 0, sc.slow[:debug.profstackdepth])
+			var fp []uintptr // a rejected walk counts as a mismatch
+			if ok {
+				fp = r.Stack
+			}
+			fpunwindcheckRecord(fpunwindcheckGoroutine, gp, fp, sc.slow[:n])
+		}
+	}
+	if held != 0 {
+		casfrom_Gscanstatus(gp, held|_Gscan, held)
+	}
+	return ok
+}
+
+// gfpHoldStack keeps gp's stack from moving while the profile reads it.
+// The concurrent goroutine profile reads goroutines that are not running
+// while the garbage collector runs, and the collector shrinks (copies) the
+// stacks it scans. So gfpHoldStack takes gp's scan bit, as the collector
+// does before it scans or shrinks a stack, waiting while the collector
+// holds it. It returns the status whose scan bit it took, for the caller
+// to release with casfrom_Gscanstatus, or 0 for a goroutine in a syscall,
+// whose stack is never shrunk (isShrinkStackSafe) and whose frames below
+// syscallbp stay put until exitsyscall passes tryRecordGoroutineProfile.
+func gfpHoldStack(gp *g) uint32 {
+	for {
+		switch s := readgstatus(gp); s {
+		case _Gwaiting, _Grunnable, _Gleaked:
+			if castogscanstatus(gp, s, s|_Gscan) {
+				return s
+			}
+		case _Gscanwaiting, _Gscanrunnable, _Gscanleaked:
+			procyield(10) // the collector is scanning gp
+		default:
+			return 0
+		}
+	}
 }
 
 func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
@@ -147,7 +173,7 @@ func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 	}
 	syscall := gp.syscallsp != 0
 	if !syscall && gp.fpprof.stk != 0 && gp.fpprof.at == gp.fpprof.transitions {
-		r.Stack = (*gstkEntry)(unsafe.Pointer(gp.fpprof.stk)).logic()
+		r.Stack = (*fpStackEntry)(unsafe.Pointer(gp.fpprof.stk)).logic()
 		return true
 	}
 	phys := sc.phys
@@ -168,23 +194,18 @@ func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 		flag = 1
 	}
 	h := fpStackHash(phys, flag)
-	var e *gstkEntry
-	tab := (*[gstkCacheSize]atomic.UnsafePointer)(gstkCache.tab.Load())
-	if tab != nil {
-		for e = (*gstkEntry)(tab[h%gstkCacheSize].Load()); e != nil; e = e.next {
-			if e.hash == h && e.syscall == syscall && eqslice(e.phys(), phys) {
-				break
-			}
-		}
-	}
+	e := goroutineProfStacks.lookup(h, phys, 0, syscall)
 	if e == nil {
-		nl, stopped := fpExpand(0, phys, pcbuf, syscall)
+		nl, stopped := fpLogicalPCs(0, phys, pcbuf, syscall)
 		logic := pcbuf[:nl]
 		// Unless pcbuf is full, the slow unwinder must have stopped within
 		// phys: otherwise the chain ended early or the walk was cut.
 		fallback := nl < len(pcbuf) && !stopped
 		if mayInsert {
-			e = gstkCacheInsert(h, phys, logic, syscall, fallback)
+			if fallback {
+				logic = nil
+			}
+			e = goroutineProfStacks.insert(h, phys, 0, syscall, logic, nil, fallback)
 		}
 		if fallback {
 			return false
@@ -195,7 +216,7 @@ func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 			return true
 		}
 	}
-	if e.fallback {
+	if e.slow {
 		return false
 	}
 	if !syscall {
@@ -209,41 +230,4 @@ func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 	// it brings, which scans every goroutine's stack.
 	r.Stack = e.logic()
 	return true
-}
-
-// gstkCacheInsert publishes the expansion of phys, or returns nil if the
-// cache is full. Entries are immutable once published and pushed with a
-// CAS; a racing duplicate is harmless.
-func gstkCacheInsert(h uintptr, phys, logic []uintptr, syscall, fallback bool) *gstkEntry {
-	if fallback {
-		logic = nil
-	}
-	size := unsafe.Sizeof(gstkEntry{}) + uintptr(len(phys)+len(logic))*goarch.PtrSize
-	if gstkCache.bytes.Load()+size > gstkCacheMaxBytes {
-		return nil
-	}
-	tab := (*[gstkCacheSize]atomic.UnsafePointer)(gstkCache.tab.Load())
-	if tab == nil {
-		tab = (*[gstkCacheSize]atomic.UnsafePointer)(persistentalloc(unsafe.Sizeof(*tab), goarch.PtrSize, &memstats.buckhash_sys))
-		if !gstkCache.tab.CompareAndSwapNoWB(nil, unsafe.Pointer(tab)) {
-			tab = (*[gstkCacheSize]atomic.UnsafePointer)(gstkCache.tab.Load())
-		}
-	}
-	gstkCache.bytes.Add(size)
-	e := (*gstkEntry)(persistentalloc(size, goarch.PtrSize, &memstats.buckhash_sys))
-	e.hash = h
-	e.nphys = uint32(len(phys))
-	e.nlogic = uint32(len(logic))
-	e.syscall = syscall
-	e.fallback = fallback
-	copy(e.phys(), phys)
-	copy(e.logic(), logic)
-	head := &tab[h%gstkCacheSize]
-	for {
-		old := head.Load()
-		e.next = (*gstkEntry)(old)
-		if head.CompareAndSwapNoWB(old, unsafe.Pointer(e)) {
-			return e
-		}
-	}
 }

@@ -15,58 +15,34 @@
 //     the thread's root, and so does the walk (issue 66385 proposes to
 //     change what the heap profiler shows there; this keeps today's stacks).
 //   - The physical stack and the allocation size are looked up in
-//     memAliasHash, which maps them to the bucket that holds the logical
-//     stack. Buckets keep storing exactly what callers() stores, so
-//     MemProfile and runtime/pprof read them unchanged, and a stack cut
-//     at debug.profstackdepth lands in one bucket however long the
-//     physical stacks behind it are.
-//   - On a miss the physical stack is expanded (fpExpand) and callers() is
-//     run as well. Only if the two agree does the physical stack get an
-//     alias to the bucket; otherwise it gets a negative alias and always
-//     takes the slow path. A physical stack is thus trusted only after the
-//     slow unwinder has confirmed it once.
+//     memProfStacks (an fpStackTab, mprof_fpstktab.go), which maps them
+//     to the bucket that holds the logical stack. Buckets keep storing
+//     exactly what callers() stores, so MemProfile and runtime/pprof read
+//     them unchanged, and a stack cut at debug.profstackdepth lands in one
+//     bucket however long the physical stacks behind it are.
+//   - On a miss the physical stack is expanded (fpLogicalPCs) and
+//     callers() is run as well. Only if the two agree does the physical
+//     stack's entry point to the bucket; otherwise the entry sends it to
+//     the slow path for good. A physical stack is thus trusted only after
+//     the slow unwinder has confirmed it once.
 //
-// Aliases, like buckets, are never freed. GODEBUG=memprofilefpunwindoff=1
+// Entries, like buckets, are never freed. GODEBUG=memprofilefpunwindoff=1
 // restores the upstream path, also when set at run time.
 
 package runtime
 
-import (
-	"internal/goarch"
-	"internal/runtime/atomic"
-	"internal/runtime/sys"
-	"unsafe"
-)
-
-// memAlias maps a physical stack (followed by its nstk PCs in memory) and an
-// allocation size to a memory profile bucket.
-type memAlias struct {
-	_      sys.NotInHeap
-	next   *memAlias
-	target *bucket // nil: this physical stack takes the slow path
-	hash   uintptr
-	size   uintptr
-	mode   uintptr // 1 if walked on the system stack
-	nstk   uintptr
-}
-
-const memAliasHashSize = 1 << 14
+// memProfStacks maps a physical stack, walked on the system stack or not
+// (flag), and an allocation size (key) to a memory profile bucket, or to
+// the slow path (see mprof_fpstktab.go).
+var memProfStacks = fpStackTab{name: "heap profile alias hash", nbuckets: 1 << 14}
 
 // fpOSStackSlack is how far above g0.stack.hi the frames of a thread's
 // root functions may lie on an OS-allocated stack.
 const fpOSStackSlack = 1024
 
-type memAliasHashArray [memAliasHashSize]atomic.UnsafePointer // *memAlias
-
-var memAliasHash atomic.UnsafePointer // *memAliasHashArray
-
-func (a *memAlias) stk() []uintptr {
-	return unsafe.Slice((*uintptr)(add(unsafe.Pointer(a), unsafe.Sizeof(*a))), a.nstk)
-}
-
 // memProfFP reports whether mProf_Malloc should use mProf_MallocFP.
 func memProfFP(mp *m) bool {
-	return fpProfArch && debug.memprofilefpunwindoff.Load() == 0 && mp.fpScratch != nil && !mp.hasCgoOnStack()
+	return fpProfArch && debug.memprofilefpunwindoff.Load() == 0 && mp.fpScratch != nil && !mp.fpUnwindNeedsCgoTraceback() && !fpUnwindPanicking(mp.curg)
 }
 
 // mProf_MallocFP returns the bucket for the current allocation of the given
@@ -96,75 +72,36 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 	depth := int(debug.profstackdepth) + 2
 	if !ok {
 		nstk := callers(4, mp.profStack[:depth])
+		if debug.fpunwindcheck != 0 {
+			nfp, _ := fpLogicalPCs(3, sc.phys[:n], sc.logic[:depth], false)
+			fpunwindcheckRecord(fpunwindcheckHeap, gp, sc.logic[:nfp], mp.profStack[:nstk])
+		}
 		return stkbucket(memProfile, size, mp.profStack[:nstk], true)
 	}
 	phys := sc.phys[:n]
 	h := fpStackHash(phys, size^mode<<1)
-	tab := (*memAliasHashArray)(memAliasHash.Load())
-	if tab != nil {
-		for a := (*memAlias)(tab[h%memAliasHashSize].Load()); a != nil; a = a.next {
-			if a.hash == h && a.size == size && a.mode == mode && eqslice(a.stk(), phys) {
-				if a.target != nil {
-					return a.target
-				}
-				nstk := callers(4, mp.profStack[:depth])
-				return stkbucket(memProfile, size, mp.profStack[:nstk], true)
+	if debug.fpunwindcheck == 0 {
+		if e := memProfStacks.lookup(h, phys, size, mode == 1); e != nil {
+			if !e.slow {
+				return e.bucket
 			}
+			nstk := callers(4, mp.profStack[:depth])
+			return stkbucket(memProfile, size, mp.profStack[:nstk], true)
 		}
 	}
 
-	// Miss: expand and confirm with the slow unwinder.
-	nfp, stopped := fpExpand(3, phys, sc.logic[:depth], false)
+	// Miss, or fpunwindcheck: expand and confirm with the slow unwinder.
+	nfp, stopped := fpLogicalPCs(3, phys, sc.logic[:depth], false)
 	nstk := callers(4, mp.profStack[:depth])
 	same := eqslice(sc.logic[:nfp], mp.profStack[:nstk])
 	if nfp < depth && !stopped {
 		// The chain ended where the slow unwinder would not have.
 		same = false
 	}
+	if debug.fpunwindcheck != 0 {
+		fpunwindcheckRecord(fpunwindcheckHeap, gp, sc.logic[:nfp], mp.profStack[:nstk])
+	}
 	b := stkbucket(memProfile, size, mp.profStack[:nstk], true)
-	target := b
-	if !same {
-		target = nil
-	}
-	memAliasInsert(h, size, mode, phys, target)
+	memProfStacks.insert(h, phys, size, mode == 1, nil, b, !same)
 	return b
-}
-
-// memAliasInsert publishes an alias for phys unless one exists. Entries are
-// immutable once published and are pushed with a CAS, so readers need no
-// lock; a duplicate from a racing insert is harmless.
-func memAliasInsert(h, size, mode uintptr, phys []uintptr, target *bucket) {
-	tab := (*memAliasHashArray)(memAliasHash.Load())
-	if tab == nil {
-		lock(&profInsertLock)
-		tab = (*memAliasHashArray)(memAliasHash.Load())
-		if tab == nil {
-			tab = (*memAliasHashArray)(sysAlloc(unsafe.Sizeof(memAliasHashArray{}), &memstats.buckhash_sys, "heap profile alias hash"))
-			if tab == nil {
-				throw("runtime: cannot allocate memory")
-			}
-			memAliasHash.StoreNoWB(unsafe.Pointer(tab))
-		}
-		unlock(&profInsertLock)
-	}
-	head := &tab[h%memAliasHashSize]
-	for a := (*memAlias)(head.Load()); a != nil; a = a.next {
-		if a.hash == h && a.size == size && a.mode == mode && eqslice(a.stk(), phys) {
-			return
-		}
-	}
-	a := (*memAlias)(persistentalloc(unsafe.Sizeof(memAlias{})+uintptr(len(phys))*goarch.PtrSize, 0, &memstats.buckhash_sys))
-	a.target = target
-	a.hash = h
-	a.size = size
-	a.mode = mode
-	a.nstk = uintptr(len(phys))
-	copy(a.stk(), phys)
-	for {
-		old := head.Load()
-		a.next = (*memAlias)(old)
-		if head.CompareAndSwapNoWB(old, unsafe.Pointer(a)) {
-			return
-		}
-	}
 }

@@ -10,8 +10,10 @@ package fpunwindwork
 
 import (
 	"io"
+	"runtime"
 	"runtime/trace"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,10 +23,24 @@ import (
 // under n extra frames; each goroutine calls step, if not nil, in its
 // loop.
 func Contend(deep func(int, func()), step func()) error {
-	if err := trace.Start(io.Discard); err != nil {
+	// A goroutine that has not run when tracing starts: the trace records
+	// its status with a stack of its entry alone.
+	procs := runtime.GOMAXPROCS(1)
+	unstarted := make(chan bool, 1)
+	go func() { unstarted <- true }()
+	err := trace.Start(io.Discard)
+	runtime.GOMAXPROCS(procs)
+	<-unstarted
+	if err != nil {
 		return err
 	}
 	var mu sync.Mutex
+	// Faults in a frameless leaf, recovered, with trace events in the
+	// deferred call while the goroutine panics: sigpanic's frame record
+	// skips the leaf's caller.
+	for range 3 {
+		faultInLeaf(&mu)
+	}
 	// Contended unlocks, for the mutex profile.
 	for range 5 {
 		mu.Lock()
@@ -69,3 +85,22 @@ func Contend(deep func(int, func()), step func()) error {
 	trace.Stop()
 	return nil
 }
+
+// faultInLeaf calls a frameless leaf that faults, and sleeps and locks in
+// the deferred call that recovers.
+//
+//go:noinline
+func faultInLeaf(mu *sync.Mutex) {
+	defer func() {
+		recover()
+		mu.Lock()
+		time.Sleep(time.Microsecond)
+		mu.Unlock()
+	}()
+	nilLeaf(nil)
+}
+
+// nilLeaf has no frame record: no calls, no locals.
+//
+//go:noinline
+func nilLeaf(p *int32) { atomic.AddInt32(p, 1) }

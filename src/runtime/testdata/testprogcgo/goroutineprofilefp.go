@@ -5,7 +5,9 @@
 package main
 
 // Goroutines in a cgo call and in a C-to-Go callback must appear the same in
-// the goroutine profile with frame-pointer unwinding and without.
+// the goroutine profile with frame-pointer unwinding and without. The
+// callbacks also allocate, so that under GODEBUG=fpunwindcheck=1 the heap
+// profiler's frame-pointer walks in a callback are checked too.
 
 /*
 #include <unistd.h>
@@ -35,10 +37,15 @@ func init() {
 var (
 	fpCallbackPark = make(chan struct{})
 	fpCallbackIn   sync.WaitGroup
+	fpCallbackSink [][]byte
+	fpCallbackMu   sync.Mutex
 )
 
 //export goroutineProfileFPCallback
 func goroutineProfileFPCallback() {
+	fpCallbackMu.Lock()
+	fpCallbackSink = append(fpCallbackSink, make([]byte, 1<<20))
+	fpCallbackMu.Unlock()
 	fpCallbackIn.Done()
 	<-fpCallbackPark
 }

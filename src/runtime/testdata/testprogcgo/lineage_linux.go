@@ -11,6 +11,8 @@ package main
 
 /*
 extern int lineageRunCThread(void);
+extern int lineageRunWaitingCThread(void);
+extern void lineageLetCThreadGoOn(void);
 */
 import "C"
 
@@ -19,10 +21,12 @@ import (
 	"runtime"
 	"runtime/testdata/lineageabi"
 	"syscall"
+	"time"
 )
 
 func init() {
 	register("LineageCgoCallback", LineageCgoCallback)
+	register("LineageCgoCallbackReturn", LineageCgoCallbackReturn)
 }
 
 var (
@@ -118,6 +122,58 @@ func LineageCgoCallback() {
 	// The C thread has exited: its region must be free.
 	if r := hdr.Region(linCTid); r != 0 {
 		fmt.Printf("FAIL: exited C thread %d still has active region %#x\n", linCTid, r)
+		return
+	}
+	fmt.Println("OK")
+}
+
+// LineageCgoCallbackReturn checks what a C thread's region says while the
+// thread runs C between two callbacks: it keeps its extra M (and so an
+// active region with its tid), but runs no goroutine, so cur must be 0.
+func LineageCgoCallbackReturn() {
+	hdr, err := lineageabi.FindInExecutable()
+	if err != nil {
+		fmt.Println("FAIL:", err)
+		return
+	}
+	if lp32(uintptr(hdr)+28)&2 == 0 {
+		fmt.Println("FAIL: lineage records disabled")
+		return
+	}
+	linHdrAddr = uintptr(hdr)
+	joined := make(chan C.int)
+	go func() { joined <- C.lineageRunWaitingCThread() }()
+	if err := <-linRes; err != nil {
+		fmt.Println("FAIL:", err)
+		return
+	}
+	// The callback has returned to C, or is about to. A region that still
+	// names the thread must stop naming a record, and keep it so.
+	if r := hdr.Region(linCTid); r != 0 {
+		cur := func() uint64 { return lp64(r + hdr.U(80)) }
+		deadline := time.Now().Add(10 * time.Second)
+		for cur() != 0 {
+			if time.Now().After(deadline) {
+				fmt.Printf("FAIL: C thread %d runs C, but its region's cur is %#x\n", linCTid, cur())
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		for i := 0; i < 20; i++ {
+			if c := cur(); c != 0 {
+				fmt.Printf("FAIL: C thread %d runs C, but its region's cur became %#x\n", linCTid, c)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	C.lineageLetCThreadGoOn()
+	if err := <-linRes; err != nil {
+		fmt.Println("FAIL:", err)
+		return
+	}
+	if <-joined != 0 {
+		fmt.Println("FAIL: pthread")
 		return
 	}
 	fmt.Println("OK")
