@@ -3,6 +3,7 @@
 # that CI installs, upstream's tests of the packages the fork changes (the runtime's, and the
 # go command's and cmd/internal/objabi's for the version and toolchain patches), the project's
 # own Go modules (misc/, benchmarks/, with the SFrame dynamic check, whose counts it prints), the
+# linker's and the cgo build modes' tests (linkmodes), the
 # stress corpus under fpcheck run, the arm64 runtime
 # tests under qemu-user, one quick benchmark round and one callgrind count.
 #
@@ -15,7 +16,7 @@
 # on without them and lists the steps' skips instead of failing them, except under CI=true.
 #
 # Usage: ./all.bash [STEP...]
-#   steps (default all): make check tools upstream cmdgo own stress arm64 bench callgrind release
+#   steps (default all): make check tools upstream cmdgo linkmodes own stress arm64 bench callgrind release
 #   (release: ./release.bash builds dist/ from scratch, about 13 minutes on two cores, then
 #   the switch step has a stock go switch to the fork through dist/proxy and build a module)
 #   ARM64_COUNT=N: runs of each arm64 boundary test (default 200)
@@ -31,7 +32,7 @@ export PATH=$TOP/goroot/bin:$PATH GOTOOLCHAIN=local
 unset GOROOT GOEXPERIMENT GOOS GOARCH GOFLAGS
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(make check tools upstream cmdgo own stress arm64 bench callgrind release)
+[ ${#steps[@]} -gt 0 ] || steps=(make check tools upstream cmdgo linkmodes own stress arm64 bench callgrind release)
 want() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 # step NAME KIND CMD...: run CMD with its output in $LOGS/NAME.log, its go test -json
@@ -64,6 +65,11 @@ cmdgo() {
 	gotest -count=1 -timeout=30m -run "^(TestScript|$cmdgo_tests)\$/^($cmdgo_scripts)\$" cmd/go || rc=1
 	return $rc
 }
+
+# The linker's tests (cmd/link) and upstream's tests of the build modes the SFrame table goes
+# through (-linkshared and -buildmode=shared, c-shared, c-archive, plugin). Those skip every test
+# under -short, so they run without it (the step's time: doc/benchmarks.md, "all.bash steps").
+linkmodes_pkgs='cmd/link cmd/cgo/internal/testshared cmd/cgo/internal/testcshared cmd/cgo/internal/testcarchive cmd/cgo/internal/testplugin'
 
 own() {
 	local rc=0 mod
@@ -100,6 +106,7 @@ want check && step check exit ./fork check
 want tools && step tools results tools
 want upstream && step upstream results gotest -short -count=1 runtime runtime/pprof runtime/trace internal/trace cmd/internal/obj/... cmd/asm/... cmd/link/internal/ld
 want cmdgo && step cmdgo results cmdgo
+want linkmodes && step linkmodes results gotest -count=1 -timeout=60m $linkmodes_pkgs
 want own && step own results own
 # The SFrame dynamic check (misc/golineage's TestSFrameDynamic) runs in the own step; show its counts.
 want own && { grep -ho 'SFrame dynamic check[^"\\]*' "$LOGS/own.json" || echo "all.bash: the own step printed no SFrame dynamic check counts"; }

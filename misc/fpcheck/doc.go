@@ -118,7 +118,11 @@
 // frame record the prologue stored (SP adjustments around a call later do
 // not move it); the caller's frame pointer is either untracked while the
 // register still holds it, or at the slot the prologue saved it to (CFA-16
-// on amd64, just below the saved LR on arm64) once it is saved. Stack roots
+// on amd64, by PUSHQ BP or by a MOVQ BP, off(SP) after the frame is
+// allocated; just below the saved LR on arm64) once it is saved, and must
+// be tracked where the register has been overwritten since. An arm64 RET
+// through a register other than LR (asyncPreempt's RET (R27)) must be
+// outermost: no rule can name that register. Stack roots
 // (goexit, mstart, rt0_go, _rt0_*) must be outermost (return address
 // undefined) at every instruction, signal handler entries (sigtramp,
 // cgoSigtramp) must carry the FDE's signal bit; the bit is accepted on

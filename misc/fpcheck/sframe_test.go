@@ -45,11 +45,11 @@ func encodeFromPclntab(t *testing.T, b *gobin.Binary) sframetest.Section {
 		}
 		fn := sframetest.Func{Start: f.Entry, Size: uint32(f.End - f.Entry), FREType: freType(f.End - f.Entry),
 			Signal: slices.Contains(fpchain.SignalEntries, f.Name)}
-		root := slices.Contains(fpchain.StackRoots, f.Name) || strings.HasPrefix(f.Name, "_rt0_"+b.Arch)
+		root := slices.Contains(fpchain.StackRoots, f.Name) || strings.HasPrefix(f.Name, "_rt0_"+b.Arch) && !strings.HasSuffix(f.Name, "_lib")
 		for pc := f.Entry; pc < f.End; pc += b.Quantum {
 			var words []int32
-			if !root {
-				words = modelWords(b.Arch, m.At(pc))
+			if e := m.At(pc); !root && e.RAReg == "" {
+				words = modelWords(b.Arch, e)
 			}
 			if n := len(fn.Rows); n > 0 && slices.Equal(fn.Rows[n-1].Words, words) {
 				continue
@@ -216,6 +216,61 @@ func TestSFrameFake(t *testing.T) {
 				if !strings.Contains(stdout, want) {
 					t.Errorf("report lacks %q:\n%s", want, stdout)
 				}
+			}
+		})
+	}
+}
+
+// TestSFrameRegisterRules checks the two rules fpcheck takes from what an
+// instruction does rather than from the function's name, with the rows an
+// earlier linker wrote planted: arm64 asyncPreempt's RET (R27) described
+// with the return address in LR, and a c-shared library's _rt0_amd64_lib,
+// which saves the host's BP with MOVQ BP, 40(SP) and then overwrites the
+// register, with the frame pointer left untracked.
+func TestSFrameRegisterRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, pkg, fn, want string
+		env, flags          []string
+	}{
+		{"asyncPreempt-arm64", "./testdata/progs/hello", "runtime.asyncPreempt",
+			"which no rule can name: want outermost", []string{"CGO_ENABLED=0", "GOARCH=arm64"}, nil},
+		{"rt0-lib-amd64", "./testdata/progs/cgocb", "_rt0_amd64_lib",
+			"FP untracked, but the register", []string{"CGO_ENABLED=1", "GOARCH=amd64"}, []string{"-buildmode=c-shared"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if slices.Contains(tc.env, "CGO_ENABLED=1") {
+				if _, err := exec.LookPath("gcc"); err != nil {
+					t.Skipf("skipping: %v", err)
+				}
+			}
+			bin := build(t, goTool(), tc.pkg, tc.name, append([]string{"GOOS=linux"}, tc.env...), tc.flags...)
+			b := openBinary(t, bin)
+			s := encodeFromPclntab(t, b)
+			fake := filepath.Join(t.TempDir(), "fake")
+			withSFrame(t, bin, fake, s)
+			if code, stdout, stderr := fpcheck(t, "sframe", fake); code != exitClean {
+				t.Fatalf("the model's own rows: exit %d, want 0\n%s%s", code, stdout, stderr)
+			}
+			fn := &s.Funcs[funcIndex(t, b, s, tc.fn)]
+			// The earlier linker's rows: no outermost row, no FP word.
+			var rows []sframetest.Row
+			for _, r := range fn.Rows {
+				if len(r.Words) == 0 {
+					continue
+				}
+				if b.Arch == "amd64" {
+					r.Words = r.Words[:1]
+				}
+				if n := len(rows); n > 0 && slices.Equal(rows[n-1].Words, r.Words) {
+					continue
+				}
+				rows = append(rows, r)
+			}
+			fn.Rows = rows
+			withSFrame(t, bin, fake, s)
+			code, stdout, stderr := fpcheck(t, "sframe", fake)
+			if code != exitFindings || !strings.Contains(stdout, tc.fn+"+") || !strings.Contains(stdout, tc.want) {
+				t.Errorf("planted rows: exit %d, want %d and a finding in %s containing %q\n%s%s", code, exitFindings, tc.fn, tc.want, stdout, stderr)
 			}
 		})
 	}

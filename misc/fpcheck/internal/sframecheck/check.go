@@ -266,7 +266,9 @@ func verdict(sec *sframe.Section, m *Model, rule sframe.Rule, pc uint64, e Expec
 	switch {
 	case root && !rule.Outermost:
 		return "not outermost, but the function is a stack root"
-	case rule.Outermost && !mayEnd:
+	case e.RAReg != "" && !rule.Outermost:
+		return fmt.Sprintf("RA is %v, but the instruction returns through %s, which no rule can name: want outermost", rule.RA, e.RAReg)
+	case rule.Outermost && !mayEnd && e.RAReg == "":
 		return "outermost (RA undefined), but the function has a caller"
 	case !rule.Outermost:
 		return judge(sec, m, rule, pc, e)
@@ -303,6 +305,8 @@ func judge(sec *sframe.Section, m *Model, rule sframe.Rule, pc uint64, e Expecte
 	case sframe.Untracked:
 		if m.InRecord(pc, e) {
 			bad = append(bad, fmt.Sprintf("FP untracked, but the register points at this frame's record (the caller's is at CFA%+d)", e.FP))
+		} else if e.FPSaved && !e.FPInReg {
+			bad = append(bad, fmt.Sprintf("FP untracked, but the register no longer holds the caller's frame pointer (saved at CFA%+d)", e.FP))
 		}
 	case sframe.AtCFA:
 		if !e.FPSaved {

@@ -36,6 +36,21 @@ import (
 // Once the frame-pointer register points at the function's own record
 // (fpchain.InFrameRecord), the CFA can also be given from it: BP+16 on
 // amd64, R29+size+8 on arm64.
+//
+// The model reads what each instruction does, not the function's name:
+//
+//   - amd64 assembly that allocates first and stores the caller's BP with
+//     MOVQ BP, off(SP) (PUSH_REGS_HOST_TO_ABI0, as _rt0_amd64_lib) saves
+//     it as surely as PUSHQ BP: the slot's CFA offset is taken from the
+//     store. From the first instruction that writes the frame-pointer
+//     register other than by reloading it, in code order, until one that
+//     reloads it (POPQ BP, a load from the save slot; LDR, LDP on arm64),
+//     the register no longer holds the caller's value, so where the
+//     function has saved it a rule that leaves the frame pointer untracked
+//     is wrong (FPInReg).
+//   - arm64 RET Xn through a register other than LR (asyncPreempt's
+//     RET (R27)): the return address is in a register no SFrame rule of a
+//     default FDE can name, so the only right rule is outermost (RAReg).
 
 // Expected is what the model says at one PC.
 type Expected struct {
@@ -45,6 +60,8 @@ type Expected struct {
 	RA      int32
 	FPSaved bool // the caller's FP is in memory, at CFA+FP
 	FP      int32
+	FPInReg bool   // the frame-pointer register still holds the caller's FP
+	RAReg   string // the instruction returns through this register, not LR (arm64)
 }
 
 // A Model is one function's frame as the model describes it.
@@ -54,6 +71,8 @@ type Model struct {
 	code    []byte
 	runs    []gobin.ValueRun
 	saveEnd uint64 // offset just past the instruction saving the caller's FP; 0 if none
+	fpSlot  int32  // amd64: the save slot's offset from the CFA
+	fpOut   []span // offsets where the frame-pointer register does not hold the caller's FP
 	frame   int32  // arm64: bytes from the frame record's LR slot to the CFA
 	above   int32  // arm64: bytes between the entry SP and the CFA (an injected call's)
 
@@ -75,7 +94,15 @@ func NewModel(b *gobin.Binary, f *gobin.Func) (m *Model, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	m = &Model{arch: b.Arch, f: f, code: code, runs: runs, saveEnd: fpSaveEnd(b.Arch, code)}
+	m = &Model{arch: b.Arch, f: f, code: code, runs: runs, fpSlot: -16}
+	var saveDisp int64
+	m.saveEnd, saveDisp = fpSaveEnd(b.Arch, code)
+	if b.Arch != "arm64" && saveDisp >= 0 {
+		// MOVQ BP, disp(SP): the slot is disp above SP, SP is
+		// CFA-(spd+8) after the store.
+		m.fpSlot = int32(saveDisp) - (m.At(f.Entry+m.saveEnd-1).SPDelta + 8)
+	}
+	m.fpOut = fpOutSpans(b.Arch, code, saveDisp)
 	if b.Arch == "arm64" {
 		if slices.Contains(fpchain.InjectedCalls, f.Name) {
 			m.above = 16
@@ -177,10 +204,22 @@ func (m *Model) At(pc uint64) Expected {
 }
 
 func (m *Model) expect(pc uint64, spd int32) Expected {
-	e := Expected{SPDelta: spd}
+	e := Expected{SPDelta: spd, FPInReg: true}
 	saved := m.saveEnd != 0 && pc-m.f.Entry >= m.saveEnd
+	for _, o := range m.fpOut {
+		if off := pc - m.f.Entry; off >= o.start && off < o.end {
+			e.FPInReg = false
+		}
+	}
 	if m.arch == "arm64" {
 		e.CFA = spd + m.above
+		if off := pc - m.f.Entry; off+4 <= uint64(len(m.code)) {
+			if inst, err := arm64asm.Decode(m.code[off:]); err == nil && inst.Op == arm64asm.RET {
+				if r, ok := inst.Args[0].(arm64asm.Reg); ok && r != arm64asm.X30 {
+					e.RAReg = r.String()
+				}
+			}
+		}
 		if m.pair {
 			if off := pc - m.f.Entry; off >= m.pairSave && (m.pairReload == 0 || off < m.pairReload) {
 				e.RASaved, e.RA = true, m.pairRA
@@ -196,7 +235,7 @@ func (m *Model) expect(pc uint64, spd int32) Expected {
 	}
 	e.CFA = spd + 8
 	e.RASaved, e.RA = true, -8
-	e.FPSaved, e.FP = saved && spd >= 8, -16
+	e.FPSaved, e.FP = saved && spd >= 8, m.fpSlot
 	return e
 }
 
@@ -217,8 +256,9 @@ func (m *Model) RecordCFA(e Expected) int32 {
 
 // fpSaveEnd returns the offset just past the prologue instruction that
 // saves the caller's frame pointer, searched in the first dozen
-// instructions; 0 if there is none.
-func fpSaveEnd(arch string, code []byte) uint64 {
+// instructions; 0 if there is none. disp is the SP offset an amd64 MOVQ
+// BP, disp(SP) stored it at; -1 for a push or on arm64.
+func fpSaveEnd(arch string, code []byte) (end uint64, disp int64) {
 	for off, n := 0, 0; off < len(code) && n < 12; n++ {
 		if arch == "arm64" {
 			inst, err := arm64asm.Decode(code[off:])
@@ -231,18 +271,97 @@ func fpSaveEnd(arch string, code []byte) uint64 {
 			// prologue's, a large frame's through R20, or an assembly
 			// function's own below SP (debugCallV2).
 			if strings.HasPrefix(s, "STUR X29, [SP,#-8]") || strings.HasPrefix(s, "STP X29, X30, [") {
-				return uint64(off)
+				return uint64(off), -1
 			}
 			continue
 		}
 		inst, err := x86asm.Decode(code[off:], 64)
 		if err != nil {
-			return 0
+			return 0, -1
 		}
 		off += inst.Len
 		if inst.Op == x86asm.PUSH && inst.Args[0] == x86asm.RBP {
-			return uint64(off)
+			return uint64(off), -1
+		}
+		if mem, ok := inst.Args[0].(x86asm.Mem); ok && inst.Op == x86asm.MOV && inst.Args[1] == x86asm.RBP &&
+			mem.Base == x86asm.RSP && mem.Index == 0 && mem.Segment == 0 {
+			return uint64(off), mem.Disp
 		}
 	}
-	return 0
+	return 0, -1
+}
+
+// A span is a range [start, end) of offsets in a function.
+type span struct{ start, end uint64 }
+
+// fpOutSpans returns where, in code order, the frame-pointer register
+// does not hold the caller's value: from just past an instruction that
+// writes it until just past one that reloads it (POPQ BP, MOVQ
+// saveDisp(SP), BP; LDR or LDP into R29). Branches are not followed: code
+// after a return is taken as reached with the register restored.
+func fpOutSpans(arch string, code []byte, saveDisp int64) []span {
+	var out []span
+	in := true
+	for off := 0; off < len(code); {
+		n := 1
+		writes, reloads := false, false
+		if arch == "arm64" {
+			n = 4
+			if off+4 > len(code) {
+				break
+			}
+			inst, err := arm64asm.Decode(code[off:])
+			if err == nil {
+				writes, reloads = arm64WritesFP(inst)
+			}
+		} else if inst, err := x86asm.Decode(code[off:], 64); err == nil {
+			n = inst.Len
+			writes, reloads = amd64WritesFP(inst, saveDisp)
+		}
+		end := uint64(off + n)
+		switch {
+		case reloads && !in:
+			out[len(out)-1].end = end
+			in = true
+		case writes && !reloads && in:
+			out = append(out, span{end, uint64(len(code))})
+			in = false
+		}
+		off += n
+	}
+	return out
+}
+
+// amd64WritesFP says whether inst writes BP, and whether it reloads the
+// caller's value (POPQ BP, or a load from the slot at saveDisp(SP)).
+func amd64WritesFP(inst x86asm.Inst, saveDisp int64) (writes, reloads bool) {
+	switch inst.Op {
+	case x86asm.PUSH, x86asm.CMP, x86asm.TEST, x86asm.CALL, x86asm.JMP, x86asm.RET:
+		return false, false
+	case x86asm.POP:
+		return inst.Args[0] == x86asm.RBP, inst.Args[0] == x86asm.RBP
+	}
+	r, ok := inst.Args[0].(x86asm.Reg)
+	if !ok || r != x86asm.RBP && r != x86asm.EBP && r != x86asm.BP {
+		return false, false
+	}
+	mem, ok := inst.Args[1].(x86asm.Mem)
+	reload := inst.Op == x86asm.MOV && ok && mem.Base == x86asm.RSP && mem.Index == 0 && saveDisp >= 0 && mem.Disp == saveDisp
+	return true, reload
+}
+
+// arm64WritesFP says whether inst writes R29, and whether it is a load
+// (the epilogue's reload of the caller's value).
+func arm64WritesFP(inst arm64asm.Inst) (writes, reloads bool) {
+	switch inst.Op {
+	case arm64asm.STR, arm64asm.STUR, arm64asm.STP, arm64asm.CMP, arm64asm.RET, arm64asm.BL, arm64asm.B, arm64asm.CBZ, arm64asm.CBNZ:
+		return false, false
+	}
+	dst := func(a arm64asm.Arg) bool {
+		r, ok := a.(arm64asm.Reg)
+		return ok && r == arm64asm.X29
+	}
+	w := dst(inst.Args[0]) || (inst.Op == arm64asm.LDP && dst(inst.Args[1]))
+	load := inst.Op == arm64asm.LDR || inst.Op == arm64asm.LDUR || inst.Op == arm64asm.LDP
+	return w, w && load
 }

@@ -42,7 +42,13 @@
 // are BP-based, which saves a row per return and keeps the offsets in
 // one byte. Assembly functions may use BP as a scratch register after
 // the prologue: their rows stay SP-based (except for stack switches,
-// below). Functions without a frame record get no FP rule.
+// below). Assembly that allocates its frame first and stores BP with
+// MOVQ BP, (d-8)(SP) as its next instruction (PUSH_REGS_HOST_TO_ABI0, in
+// _rt0_amd64_lib and the other C-ABI entries) saves the caller's BP at
+// CFA-16 just as PUSHQ BP would: the rows say so from after the store
+// until the frame is freed, since such a function then overwrites BP
+// (_rt0_amd64_lib clears it). Other functions get no FP rule: the
+// register still holds the caller's value.
 //
 // arm64. BL does not push: CFA = SP + d, and there is no fixed RA
 // offset. The prologue either stores LR and allocates the frame in one
@@ -59,8 +65,12 @@
 // instruction before it pops the frame; the rows there still name the
 // saved slots, which hold the same values. asyncPreempt and debugCallV2
 // are entered by an injected call with SP 16 bytes below the
-// interrupted frame's SP: their CFA offsets include those 16 bytes
-// (only their final RET (R27) is not described: RA is in R27 there).
+// interrupted frame's SP: their CFA offsets include those 16 bytes.
+// asyncPreempt returns with RET (R27) after reloading LR with the
+// interrupted function's LR: a default FDE cannot say "RA in R27", and
+// "RA in LR" would skip the interrupted frame, so the row at any RET
+// through a register other than LR has no data words, RA undefined
+// (sframeRegReturns): an unwinder stops there rather than go wrong.
 //
 // Outermost frames. The process entry points (_rt0_GOARCH_GOOS and the
 // _rt0_GOARCH it jumps to, where the word at SP is argc, not a return
@@ -102,6 +112,10 @@
 //     as gentraceback stops at an SPWRITE function that is not the
 //     innermost frame. A sample at their first instructions, before the
 //     switch, loses its callers.
+//
+// A link never fails for the table: where it cannot be written (more
+// than 65535 rows in one function, or the external link's carrier,
+// below) the linker prints one warning and the binary has no table.
 //
 // Scope. Every text symbol with function info (everything in the
 // pclntab) gets an FDE; host object code linked internally has no pcsp
@@ -243,8 +257,8 @@ func (ctxt *Link) sframe() {
 		}
 		rows := sframeRows(ctxt, st, s, fi)
 		if len(rows) > 0xffff {
-			ldr.Errorf(s, "sframe: %d frame rows do not fit an SFrame FDE; link with -sframe=false", len(rows))
-			continue
+			sframeWarn("%s: %d frame rows do not fit an SFrame FDE", ldr.SymName(s), len(rows))
+			return
 		}
 		off := len(fres)
 		fres = sframeEncode(ctxt, s, size, rows, fres)
@@ -453,6 +467,14 @@ func sframeRows(ctxt *Link, st *sframeState, s loader.Sym, fi loader.FuncInfo) [
 				if int(pushEnd)+3 <= len(code) && code[pushEnd] == 0x48 && code[pushEnd+1] == 0x89 && code[pushEnd+2] == 0xe5 {
 					fpReady = pushEnd + 3
 				}
+			} else if i > 0 && spans[i-1].d == 0 && sp.d >= 16 && sp.d-8 < 0x80 && int(sp.pc)+5 <= len(code) &&
+				code[sp.pc] == 0x48 && code[sp.pc+1] == 0x89 && code[sp.pc+2] == 0x6c && code[sp.pc+3] == 0x24 && int32(code[sp.pc+4]) == sp.d-8 {
+				// MOVQ BP, (d-8)(SP) right after the frame is
+				// allocated (PUSH_REGS_HOST_TO_ABI0): the caller's BP
+				// is at CFA-16 from after the store, as if pushed.
+				hasFP = true
+				pushEnd = sp.pc + 5
+				fpReady = ^uint32(0)
 			}
 			break
 		}
@@ -466,7 +488,12 @@ func sframeRows(ctxt *Link, st *sframeState, s loader.Sym, fi loader.FuncInfo) [
 		useFP := spwrite || fi.FuncFlag()&abi.FuncFlagAsm == 0
 		for _, sp := range spans {
 			r := sframeRow{off: sp.pc, cfa: sp.d + 8}
-			saved := hasFP && sp.d >= 8 && sp.pc >= pushEnd
+			if hasFP && sp.d >= 8 && sp.pc < pushEnd && pushEnd < sp.next {
+				// The save falls inside this span: split it.
+				add(r)
+				r.off = pushEnd
+			}
+			saved := hasFP && sp.d >= 8 && r.off >= pushEnd
 			if saved {
 				r.fp = -16
 			}
@@ -475,10 +502,10 @@ func sframeRows(ctxt *Link, st *sframeState, s loader.Sym, fi loader.FuncInfo) [
 				continue
 			}
 			// CFA from BP once BP holds the frame record's address.
-			if sp.pc < fpReady {
+			if r.off < fpReady {
 				add(r)
 			}
-			add(sframeRow{off: max(sp.pc, fpReady), baseFP: true, cfa: 16, fp: -16})
+			add(sframeRow{off: max(r.off, fpReady), baseFP: true, cfa: 16, fp: -16})
 		}
 
 	case sys.ARM64:
@@ -580,6 +607,41 @@ func sframeRows(ctxt *Link, st *sframeState, s loader.Sym, fi loader.FuncInfo) [
 				}
 			}
 		}
+		rows = sframeRegReturns(rows, code, uint32(len(code)))
+	}
+	return rows
+}
+
+// sframeRegReturns marks outermost each arm64 RET through a register
+// other than LR (asyncPreempt's RET (R27)): the return address is in a
+// register the default descriptor cannot name, and a rule naming LR
+// would skip the frame LR belongs to. rows must be sorted by offset.
+func sframeRegReturns(rows []sframeRow, code []byte, size uint32) []sframeRow {
+	const (
+		retMask = 0xfffffc1f // RET Xn: 0xd65f0000 | n<<5
+		ret     = 0xd65f0000
+		retLR   = 0xd65f03c0
+	)
+	for pc := uint32(0); pc+4 <= size; pc += 4 {
+		w := binary.LittleEndian.Uint32(code[pc:])
+		if w&retMask != ret || w == retLR {
+			continue
+		}
+		// i: the first row at or after pc; j: the first after pc.
+		i, _ := slices.BinarySearchFunc(rows, pc, func(r sframeRow, pc uint32) int { return int(r.off) - int(pc) })
+		j := i
+		if j < len(rows) && rows[j].off == pc {
+			j++
+		}
+		tail := []sframeRow{{off: pc, undefined: true}}
+		if pc+4 < size && (j == len(rows) || rows[j].off > pc+4) && j > 0 {
+			// The rule in effect at pc resumes after the RET.
+			cur := rows[j-1]
+			cur.off = pc + 4
+			tail = append(tail, cur)
+		}
+		tail = append(tail, rows[j:]...)
+		rows = append(rows[:i], tail...)
 	}
 	return rows
 }

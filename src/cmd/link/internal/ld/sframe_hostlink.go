@@ -12,7 +12,9 @@
 // object carries a version 1 "carrier": one descriptor per Go function,
 // whose start address is a 32-bit PC-relative relocation the system
 // linker resolves, with version 1 rows padded so that the carrier is at
-// least as large as the version 3 table. After the link, sframeHostlinked
+// least as large as the version 3 table (widened, and where the table has
+// too few rows for that, as in a -linkshared executable that holds only
+// its own packages' code, followed by spare rows). After the link, sframeHostlinked
 // finds the Go functions' descriptors in the merged section (their final
 // addresses are the link-time ones shifted by one delta, as the Go text
 // is one input section), and rewrites the section in place as version 3:
@@ -159,8 +161,24 @@ func (ctxt *Link) sframeCarrier(funcs []sframeFunc, nfres int, fres []byte) {
 			r.width = 4
 		}
 	}
+	// A binary with few functions (a -linkshared executable holds only
+	// its own packages' code) needs more room than its rows give: pad
+	// the last function with rows of three 4-byte words at its last
+	// row's offset. The system linker copies rows without interpreting
+	// them, and the rewrite replaces them.
+	if have < need && len(rows) > 0 {
+		last := len(rows) - 1
+		f := funcs[last]
+		addrSize := 1 << (fres[f.off+2] & 0xf)
+		pad := carrierRow{off: rows[last][len(rows[last])-1].off, words: 3, width: 4}
+		for have < need {
+			rows[last] = append(rows[last], pad)
+			have += addrSize + 1 + pad.words*pad.width
+		}
+	}
 	if have < need {
-		Exitf("sframe: the version 1 carrier cannot hold the table (%d < %d bytes); link with -sframe=false", have, need)
+		sframeWarn("the version 1 carrier cannot hold the table (%d < %d bytes)", have, need)
+		return
 	}
 
 	le := binary.LittleEndian
@@ -245,11 +263,17 @@ func (ctxt *Link) sframeHostlinked() {
 		// The carrier's placeholder rows must not reach a reader.
 		// Linking with other flags (a linker script, LTO) is no reason
 		// to fail the build: say so and leave the table out.
-		fmt.Fprintf(os.Stderr, "%s: warning: sframe: %v; the binary carries no .sframe table\n", os.Args[0], err)
+		sframeWarn("%v", err)
 		if err := sframeDisable(*flagOutfile); err != nil {
 			Exitf("sframe: %s: %v", *flagOutfile, err)
 		}
 	}
+}
+
+// sframeWarn prints the one warning of a link whose table is left out:
+// SFrame never fails a link that would succeed without it.
+func sframeWarn(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s: warning: sframe: %s; the binary carries no .sframe table\n", os.Args[0], fmt.Sprintf(format, args...))
 }
 
 // sframeOutput is the linked output, open for writing, with where its

@@ -200,6 +200,13 @@ func TestSframeHostlink(t *testing.T) {
 				t.Errorf("PIE: no SHT_GNU_SFRAME .sframe section")
 			}
 
+			// A c-shared library's entry saves the host's frame
+			// pointer at CFA-16 with MOVQ, then clears the register.
+			if c.goarch == "amd64" {
+				lib := buildSframeTestProg(t, c.goarch, "", append(env, "GOFLAGS=-buildmode=c-shared")...)
+				checkSframeRt0Lib(t, lib)
+			}
+
 			off := buildSframeTestProg(t, c.goarch, "-linkmode=external -sframe=false", env...)
 			for _, p := range off.Progs {
 				if p.Type == ptGNUSframe {
@@ -207,6 +214,58 @@ func TestSframeHostlink(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// readSframe decodes the section sect.
+func readSframe(t *testing.T, sect *elf.Section) (hdr []byte, fdes []sframeFDE) {
+	t.Helper()
+	data, err := sect.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, fdes, err = decodeSframe(data, sect.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hdr, fdes
+}
+
+// checkSframeRt0Lib checks _rt0_amd64_lib's rows in a c-shared library:
+// wherever its frame is allocated, after the store of BP, the caller's
+// frame pointer is at CFA-16, as the register no longer holds it.
+func checkSframeRt0Lib(t *testing.T, f *elf.File) {
+	sect := f.Section(".sframe")
+	if sect == nil {
+		t.Fatal("c-shared: no .sframe section")
+	}
+	_, fdes := readSframe(t, sect)
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == "_rt0_amd64_lib" })
+	if i < 0 {
+		t.Fatal("c-shared: no _rt0_amd64_lib symbol")
+	}
+	j := slices.IndexFunc(fdes, func(fde sframeFDE) bool { return fde.start == syms[i].Value })
+	if j < 0 {
+		t.Fatal("c-shared: no FDE for _rt0_amd64_lib")
+	}
+	// Rows: the entry, the frame allocated (BP not stored yet), BP
+	// saved at CFA-16 until the frame is freed, the return.
+	rows := fdes[j].rows
+	var saved int
+	for k, r := range rows {
+		if len(r.words) == 2 && r.words[1] == -16 {
+			saved++
+			if k == 0 || len(rows[k-1].words) != 1 || rows[k-1].words[0] != r.words[0] {
+				t.Errorf("_rt0_amd64_lib: row %d %+v saves FP, not after the frame's allocation", k, r)
+			}
+		}
+	}
+	if saved != 1 || len(rows) != 4 {
+		t.Errorf("_rt0_amd64_lib: rows %+v, want 4, the third with the caller's FP at CFA-16", rows)
 	}
 }
 
@@ -241,14 +300,7 @@ func checkSframe(t *testing.T, f *elf.File, goarch string, hostlinked bool) {
 		t.Errorf(".sframe is not inside a PT_LOAD segment")
 	}
 
-	data, err := sect.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hdr, fdes, err := decodeSframe(data, sect.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hdr, fdes := readSframe(t, sect)
 	wantABI, wantRA := byte(sframeABIAMD64LE), int8(-8)
 	if goarch == "arm64" {
 		wantABI, wantRA = sframeABIARM64LE, 0
@@ -361,6 +413,27 @@ func checkSframe(t *testing.T, f *elf.File, goarch string, hostlinked bool) {
 	for _, name := range []string{"runtime.mcall", "runtime.morestack.abi0"} {
 		if rows := named[name].rows; len(rows) != 1 || len(rows[0].words) != 0 {
 			t.Errorf("%s: rows %+v, want RA undefined", name, rows)
+		}
+	}
+
+	// arm64 asyncPreempt returns with RET (R27), LR holding the
+	// interrupted function's LR: that one instruction is outermost.
+	if goarch == "arm64" {
+		fde := named["runtime.asyncPreempt.abi0"]
+		var undef []uint32
+		for _, r := range fde.rows {
+			if len(r.words) == 0 {
+				undef = append(undef, r.off)
+			}
+		}
+		var insn [4]byte
+		if len(undef) == 1 {
+			if _, err := f.Section(".text").ReadAt(insn[:], int64(fde.start+uint64(undef[0])-f.Section(".text").Addr)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(undef) != 1 || undef[0] == 0 || binary.LittleEndian.Uint32(insn[:]) != 0xd65f0360 {
+			t.Errorf("runtime.asyncPreempt: rows %+v, want one outermost row, at its RET (R27)", fde.rows)
 		}
 	}
 
