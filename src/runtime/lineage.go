@@ -279,7 +279,7 @@ func lineageNewRegion(mp *m) {
 		lineageFreeList = r.free
 		r.free = nil
 	} else {
-		r = (*lineageRegion)(persistentalloc(unsafe.Sizeof(lineageRegion{}), 64, &memstats.other_sys))
+		r = (*lineageRegion)(lineageLowAlloc(unsafe.Sizeof(lineageRegion{}), 64))
 		r.next = lineageABI.regions
 		atomic.Store64(&lineageABI.regions, uint64(uintptr(unsafe.Pointer(r))))
 		atomic.Xadd64(&lineageABI.nregions, 1)

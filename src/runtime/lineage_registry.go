@@ -196,7 +196,7 @@ func lineageStoreUsed(used *uint32, v uint32) {
 // registry.
 func lineageNewBlock() *lineageBlock {
 	size := unsafe.Sizeof(lineageBlock{}) + lineageBlockRecords*lineageRecSize
-	b := (*lineageBlock)(persistentalloc(size, 64, &memstats.other_sys))
+	b := (*lineageBlock)(lineageLowAlloc(size, 64))
 	b.nrec = lineageBlockRecords
 	lock(&lineageLock)
 	b.next = lineageABI.reg.blocks
