@@ -2,7 +2,9 @@ package heap
 
 import (
 	"fmt"
+	"io"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -136,4 +138,53 @@ func BenchmarkJSON(b *testing.B) {
 			j.Step()
 		}
 	})
+}
+
+// BenchmarkLineageProfile is the workload of GODEBUG lineageprofile (see
+// doc/godebug.md): one op is 16 allocations of 64 bytes at depth 32 in a
+// goroutine three go statements below the benchmark, with heap sampling at
+// the default rate, and with cpu=100hz a CPU profile running into
+// io.Discard. Compare the fork with lineageprofile=0 and =1: with it,
+// every heap and CPU sample carries the goroutine's go statements.
+// (callgrind counts only cpu=off: it aborts on SIGPROF arriving in a
+// signal handler.)
+func BenchmarkLineageProfile(b *testing.B) {
+	for _, cpu := range []bool{false, true} {
+		name := "cpu=off"
+		if cpu {
+			name = "cpu=100hz"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer setRate(0)()
+			if cpu {
+				if err := pprof.StartCPUProfile(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+				defer pprof.StopCPUProfile()
+			}
+			done := make(chan struct{})
+			spawnAt(3, func() {
+				defer close(done)
+				workload.AtDepth(32, func() {
+					b.ResetTimer()
+					for range b.N {
+						for range 16 {
+							workload.Sink = new(obj)
+						}
+					}
+					b.StopTimer()
+				})
+			})
+			<-done
+		})
+	}
+}
+
+// spawnAt runs f in a goroutine n go statements below the caller.
+func spawnAt(n int, f func()) {
+	if n == 0 {
+		f()
+		return
+	}
+	go spawnAt(n-1, f)
 }

@@ -31,6 +31,7 @@ var debugClampedVars = [...]struct {
 	{"fpunwindcheck", 0, 2},
 	{"goroutineprofilefpunwindoff", 0, 1},
 	{"lineage", 0, lineageMaxLimit},
+	{"lineageprofile", 0, 1},
 	{"lineagestack", 0, lineageMaxLimit},
 	{"memprofilefpunwindoff", 0, 1},
 }
