@@ -221,13 +221,47 @@ func (g *goroutine) waitObject() string {
 	return ""
 }
 
-// waitAddrName names a wait address: a sync.Cond's notify list, or a
-// semaphore (sync.Mutex, RWMutex, WaitGroup and the runtime's own).
+// waitAddrName names a wait address: "KIND 0xADDR" (waitAddrObject).
 func (g *goroutine) waitAddrName() string {
+	kind, addr := g.waitAddrObject()
+	return fmt.Sprintf("%s %#x", kind, addr)
+}
+
+// waitAddrObject is what a goroutine blocked on a wait address waits for:
+// a sync.Cond's notify list ("cond"), the sync.Mutex, RWMutex or WaitGroup
+// whose semaphore it sleeps on, or another semaphore ("sema", the
+// runtime's own).
+//
+// A semaphore's address lies inside its lock, at an offset fixed by the
+// sync package's layout (go1.27: internal/sync.Mutex{state int32; sema
+// uint32}; RWMutex{w Mutex; writerSem, readerSem uint32; ...};
+// WaitGroup{state atomic.Uint64; sema uint32}), and the wait reason says
+// which semaphore it is, so every goroutine blocked on one lock names the
+// lock itself: an RWMutex's blocked readers (readerSem), its writer
+// waiting for them (writerSem) and a writer queued behind another (w's
+// sema, "sync.Mutex.Lock", at the RWMutex's own address) alike. The lineage
+// ABI does not publish these offsets yet (version 2 will); a release whose
+// layout differs shows the semaphore's own address.
+func (g *goroutine) waitAddrObject() (kind string, addr uint64) {
 	if strings.HasPrefix(g.WaitReason, "sync.Cond") {
-		return fmt.Sprintf("cond %#x", g.WaitAddr)
+		return "cond", g.WaitAddr
 	}
-	return fmt.Sprintf("sema %#x", g.WaitAddr)
+	if l, ok := syncLocks[g.WaitReason]; ok && g.WaitAddr >= l.off {
+		return l.kind, g.WaitAddr - l.off
+	}
+	return "sema", g.WaitAddr
+}
+
+// syncLocks maps the wait reason of a goroutine asleep on a sync type's
+// semaphore to the type and the semaphore's offset in it.
+var syncLocks = map[string]struct {
+	kind string
+	off  uint64
+}{
+	"sync.Mutex.Lock":     {"mutex", 4},
+	"sync.RWMutex.Lock":   {"rwmutex", 8},
+	"sync.RWMutex.RLock":  {"rwmutex", 12},
+	"sync.WaitGroup.Wait": {"waitgroup", 8},
 }
 
 // userFrame is the goroutine's innermost frame outside the runtime and the

@@ -63,6 +63,23 @@ func checkPileup(t *testing.T, who, out, stderr string, dump map[uint64]dumpGoro
 	if len(objects) != 5 {
 		t.Errorf("%s: the fixture's goroutines wait in %d ways, want 5", who, len(objects))
 	}
+	// The RWMutex's readers and its writer wait on different semaphores
+	// of one lock, and name the lock: one object.
+	if r, w := objects["sync.RWMutex.RLock"], objects["sync.RWMutex.Lock"]; len(r) > 0 && len(w) > 0 && r[0] != w[0] {
+		t.Errorf("%s: the RWMutex's readers wait on %s, its writer on %s; want the lock, one object", who, r[0], w[0])
+	}
+	// Each lock is named by its kind.
+	kinds := map[string]string{}
+	for _, g := range byID {
+		if g.WaitKind != "" {
+			kinds[g.WaitReason] = g.WaitKind
+		}
+	}
+	for reason, want := range map[string]string{"sync.Mutex.Lock": "mutex", "sync.WaitGroup.Wait": "waitgroup", "sync.RWMutex.RLock": "rwmutex", "chan receive": "chan"} {
+		if kinds[reason] != want {
+			t.Errorf("%s: goroutines in %s wait on a %q, want %q", who, reason, kinds[reason], want)
+		}
+	}
 }
 
 // TestPileup reads thousands of goroutines waiting on each of a few locks,

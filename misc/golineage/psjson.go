@@ -106,8 +106,8 @@ func (g *goroutine) jsonWait(j *goroutineJSON, now, nowMono int64) {
 	case len(g.WaitChans) == 1:
 		j.WaitKind, j.WaitObject = "chan", fmt.Sprintf("%#x", g.WaitChans[0])
 	case g.WaitAddr != 0:
-		kind, _, _ := strings.Cut(g.waitAddrName(), " ")
-		j.WaitKind, j.WaitObject = kind, fmt.Sprintf("%#x", g.WaitAddr)
+		kind, addr := g.waitAddrObject()
+		j.WaitKind, j.WaitObject = kind, fmt.Sprintf("%#x", addr)
 	}
 }
 
