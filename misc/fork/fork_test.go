@@ -587,9 +587,12 @@ func TestCheckBuildsEachCommit(t *testing.T) {
 	e.mustFork("apply")
 	e.write(e.work, "src/errors/forkcheck.go", "package errors\n\nfunc forkCheck() int { return 1 }\n")
 	e.commit("errors: add forkCheck")
-	e.write(e.work, "src/errors/forkcheck.go", "package errors\n\nfunc forkCheck() int { return 1 \n")
+	// A later patch may change upstream files only (not forkcheck.go,
+	// which the first one introduces): it breaks errors.go, the next mends it.
+	orig := e.read(e.work, "src/errors/errors.go")
+	e.write(e.work, "src/errors/errors.go", orig+"\nfunc forkBroken() int { return 1 \n")
 	e.commit("errors: break forkCheck")
-	e.write(e.work, "src/errors/forkcheck.go", "package errors\n\nfunc forkCheck() int { return 2 }\n")
+	e.write(e.work, "src/errors/errors.go", orig+"\nfunc forkMended() int { return forkCheck() }\n")
 	e.commit("errors: mend forkCheck")
 	e.write(e.work, "src/cmd/internal/objabi/forkcheck.go", "package objabi\n\nvar forkCheck = undefinedName\n")
 	e.commit("cmd/internal/objabi: refer to a name that does not exist")
