@@ -130,11 +130,18 @@ func main() {
 	parked.Wait()
 	// The connections that exit may still be on their way out, and
 	// the others between parked.Done and the receive: wait until the
-	// goroutine count says the former are gone (main is one more).
+	// goroutine count says the former are gone (main is one more) and
+	// the goroutine dump that the latter wait on release (the dump's
+	// header is "goroutine N [chan receive] {labels}:").
+	buf := make([]byte, 1<<20)
 	deadline := time.Now().Add(time.Minute)
-	for runtime.NumGoroutine() != n+1 {
+	for {
+		all, waiting := runtime.NumGoroutine(), strings.Count(string(buf[:runtime.Stack(buf, true)]), " [chan receive]")
+		if all == n+1 && waiting == n {
+			break
+		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "%d goroutines, want %d\n", runtime.NumGoroutine(), n+1)
+			fmt.Fprintf(os.Stderr, "%d goroutines, %d waiting; want %d, %d\n", all, waiting, n+1, n)
 			os.Exit(1)
 		}
 		time.Sleep(time.Millisecond)
