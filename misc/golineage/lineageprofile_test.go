@@ -77,6 +77,11 @@ type lpInside struct {
 	// chain (lpChainString), for the chains whose go statement is the
 	// program's (package main).
 	created map[string]int64
+	// starts maps a labeled goroutine's goid to its start function.
+	starts map[string]string
+	// allocs are the allocs profile's stacks with allocations (not
+	// the zero-valued copies without ancestry, lineage_profile.go).
+	allocs [][]lpFrame
 }
 
 // lpReadInside parses the goroutine and goroutinecreate profiles in dir.
@@ -94,7 +99,7 @@ func lpReadInside(t *testing.T, dir string) lpInside {
 		}
 		return p
 	}
-	in := lpInside{chains: map[string][]lpFrame{}, created: map[string]int64{}}
+	in := lpInside{chains: map[string][]lpFrame{}, created: map[string]int64{}, starts: map[string]string{}}
 	for _, s := range read("goroutine").Sample {
 		goid, start := s.Label["goid"], s.Label["start"]
 		if len(goid) != 1 || len(start) != 1 {
@@ -109,6 +114,12 @@ func lpReadInside(t *testing.T, dir string) lpInside {
 			t.Fatalf("goroutine %s: its start function %s is not in its goroutine profile sample %s", goid[0], start[0], lpChainString(fr))
 		}
 		in.chains[goid[0]] = fr[i+1:]
+		in.starts[goid[0]] = start[0]
+	}
+	for _, s := range read("allocs").Sample {
+		if slices.ContainsFunc(s.Value, func(v int64) bool { return v != 0 }) {
+			in.allocs = append(in.allocs, lpSampleFrames(s))
+		}
 	}
 	for _, s := range read("goroutinecreate").Sample {
 		c := lpSampleFrames(s)
@@ -229,6 +240,37 @@ func lpDiffChains(inside, outside map[string][]lpFrame) []string {
 	}
 	sort.Strings(diffs)
 	return diffs
+}
+
+// lpDiffAllocs checks the allocs profile: in each stack, the frames after
+// the first start function of a labeled goroutine must be golineage's
+// chain of the goroutines that started there, which the program's
+// goroutines of one start function share. It returns the differences and
+// how many stacks it compared, by start function.
+func lpDiffAllocs(allocs [][]lpFrame, starts map[string]string, outside map[string][]lpFrame) ([]string, map[string]int) {
+	chains := map[string][]lpFrame{}
+	var diffs []string
+	for goid, start := range starts {
+		c, ok := chains[start]
+		if ok && !slices.Equal(c, outside[goid]) {
+			diffs = append(diffs, fmt.Sprintf("golineage: goroutines started in %s have different chains: %s and %s", start, lpChainString(c), lpChainString(outside[goid])))
+		}
+		chains[start] = outside[goid]
+	}
+	compared := map[string]int{}
+	for _, fr := range allocs {
+		i := slices.IndexFunc(fr, func(f lpFrame) bool { return chains[f.Func] != nil })
+		if i < 0 {
+			continue
+		}
+		start := fr[i].Func
+		compared[start]++
+		if !slices.Equal(fr[i+1:], chains[start]) {
+			diffs = append(diffs, fmt.Sprintf("allocs: after %s:\n\tallocs profile: %s\n\tgolineage:      %s", start, lpChainString(fr[i+1:]), lpChainString(chains[start])))
+		}
+	}
+	sort.Strings(diffs)
+	return slices.Compact(diffs), compared
 }
 
 // lpDiffCreated compares the goroutinecreate profile's counts with the
@@ -369,6 +411,16 @@ func TestLineageProfileDifferential(t *testing.T) {
 			for _, d := range lpDiffCreated(before.created, outside) {
 				t.Error(d)
 			}
+			diffs, compared := lpDiffAllocs(before.allocs, before.starts, outside)
+			for _, d := range diffs {
+				t.Error(d)
+			}
+			// Every allocation is sampled: the crunchers' and the
+			// helpers' in work must be there.
+			if compared["main.startCrunchers.func1"] == 0 || compared["main.helper"] == 0 {
+				t.Errorf("allocs: stacks compared by start function: %v; want some of the crunchers' and helpers'", compared)
+			}
+			t.Logf("allocs: stacks compared by start function: %v", compared)
 			var total int64
 			for _, k := range before.created {
 				total += k
@@ -418,6 +470,11 @@ func TestLineageProfileDifferential(t *testing.T) {
 						}
 						if side == "outside" && len(lpDiffCreated(before.created, out)) == 0 {
 							t.Errorf("outside %s: lpDiffCreated found no difference", name)
+						}
+						if side == "outside" {
+							if d, _ := lpDiffAllocs(before.allocs, before.starts, out); len(d) == 0 {
+								t.Errorf("outside %s: lpDiffAllocs found no difference", name)
+							}
 						}
 					}
 				}

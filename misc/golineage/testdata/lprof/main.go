@@ -12,7 +12,8 @@
 // views. The program prints "goroutines N" (how many it left parked) and
 // "ready" once they are all parked and the exiting connections are gone.
 // Then each line "profile DIR" on standard input writes
-// DIR/goroutine.pb.gz and DIR/goroutinecreate.pb.gz and prints "profiled";
+// DIR/goroutine.pb.gz, DIR/goroutinecreate.pb.gz and DIR/allocs.pb.gz
+// (every allocation sampled) and prints "profiled";
 // end of input releases the goroutines and exits.
 package main
 
@@ -121,6 +122,7 @@ func work(seed int) {
 }
 
 func main() {
+	runtime.MemProfileRate = 1 // every allocation is in the allocs profile
 	// acceptor, the connections that stay, crunchers, their helpers,
 	// janitor and its child.
 	n := 1 + conns/2 + conns*crunches + conns + 2
@@ -154,7 +156,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "unknown command %q\n", sc.Text())
 			os.Exit(2)
 		}
-		for _, name := range []string{"goroutine", "goroutinecreate"} {
+		for _, name := range []string{"goroutine", "goroutinecreate", "allocs"} {
 			f, err := os.Create(filepath.Join(dir, name+".pb.gz"))
 			if err == nil {
 				err = pprof.Lookup(name).WriteTo(f, 0)
