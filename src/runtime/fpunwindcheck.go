@@ -15,8 +15,8 @@
 // saved by the slow path.
 //
 // Output goes to stderr, each line starting with "fpunwindcheck: ": the
-// first 20 mismatches as they happen, and at exit (runtime exit hooks, so
-// both main returning and os.Exit) one line per site that ran and a total.
+// first 20 mismatches as they happen, and at exit (after the exit hooks,
+// so both main returning and os.Exit) one line per site that ran and a total.
 // At level 1 the exit report is printed only if some unwind mismatched: a
 // fork-built compiler or linker run with the setting in the environment
 // stays silent, and the go command, which caches a tool's output and
@@ -30,7 +30,6 @@ package runtime
 import (
 	"internal/abi"
 	"internal/runtime/atomic"
-	"internal/runtime/exithook"
 	"internal/trace/tracev2"
 )
 
@@ -55,12 +54,6 @@ var fpunwindcheckStats struct {
 	// inject, when set (by tests), makes the next comparison see the
 	// first frame-pointer PC altered, to show that mismatches are found.
 	inject atomic.Int32
-}
-
-func init() {
-	if debug.fpunwindcheck != 0 {
-		exithook.Add(exithook.Hook{F: fpunwindcheckReport, RunOnFailure: true})
-	}
 }
 
 // fpunwindcheckRecord compares one frame-pointer result with the slow unwinder's.
@@ -91,27 +84,27 @@ func fpunwindcheckRecord(site int, gp *g, fp, slow []uintptr) {
 	}
 	printlock()
 	print("fpunwindcheck: mismatch site=", fpunwindcheckSiteNames[site], " goid=", goid, " fp=[")
-	for i, pc := range fp {
-		if i > 0 {
-			print(",")
-		}
-		if i == 0 {
-			pc ^= flip
-		}
-		print(hex(pc))
-	}
+	fpunwindcheckPrintPCs(fp, flip)
 	print("] slow=[")
-	for i, pc := range slow {
-		if i > 0 {
-			print(",")
-		}
-		print(hex(pc))
-	}
+	fpunwindcheckPrintPCs(slow, 0)
 	print("]\n")
 	printunlock()
 }
 
-// fpunwindcheckReport prints the per-site and total counts at exit.
+// fpunwindcheckPrintPCs prints pcs separated by commas, the first one
+// xored with flip.
+func fpunwindcheckPrintPCs(pcs []uintptr, flip uintptr) {
+	for i, pc := range pcs {
+		if i > 0 {
+			print(",")
+		}
+		print(hex(pc ^ flip))
+		flip = 0
+	}
+}
+
+// fpunwindcheckReport prints the per-site and total counts at exit, after
+// the exit hooks (runExitHooks), whether the program succeeded or not.
 func fpunwindcheckReport() {
 	var checked, mismatches [fpunwindcheckNumSites]uint64
 	var total, bad uint64

@@ -15,7 +15,12 @@
 // the index field itself: flags SFRAME_F_FDE_SORTED and
 // SFRAME_F_FDE_FUNC_START_PCREL); then the FRE sub-section, holding for
 // each function its 5-byte descriptor attributes followed by its frame
-// row entries. Every FDE has the default FDE type and the increment PC
+// row entries. Version 3 locates a function's attributes and rows by an
+// offset in its index entry; functions whose attributes and rows encode
+// to the same bytes (most small functions: a leaf, or a frame of the
+// same size and shape) point at one copy of them. The header's FRE count
+// is the sum of the functions' row counts, as a reader that adds up the
+// descriptors finds it; the FRE sub-section's length is what is stored. Every FDE has the default FDE type and the increment PC
 // type; the width of FRE start offsets (1, 2 or 4 bytes) is chosen per
 // function from its size, the width of data words (1, 2 or 4 bytes) per
 // row from its largest offset, and consecutive rows with the same rule
@@ -249,6 +254,7 @@ func (ctxt *Link) sframe() {
 	var fres []byte
 	st := &sframeState{pcsp: obj.NewPCIter(uint32(ctxt.Arch.MinLC))}
 	nfres := 0
+	shared := map[string]int{} // encoded attributes and rows -> offset in fres
 	for _, s := range ctxt.Textp {
 		fi := ldr.FuncInfo(s)
 		size := ldr.SymSize(s)
@@ -262,7 +268,17 @@ func (ctxt *Link) sframe() {
 		}
 		off := len(fres)
 		fres = sframeEncode(ctxt, s, size, rows, fres)
-		funcs = append(funcs, sframeFunc{s: s, off: off, end: len(fres)})
+		if prev, ok := shared[string(fres[off:])]; ok {
+			// The same attributes and rows as an earlier function:
+			// point at those.
+			n := len(fres) - off
+			fres = fres[:off]
+			off = prev
+			funcs = append(funcs, sframeFunc{s: s, off: off, end: off + n})
+		} else {
+			shared[string(fres[off:])] = off
+			funcs = append(funcs, sframeFunc{s: s, off: off, end: len(fres)})
+		}
 		nfres += len(rows)
 	}
 	slices.SortStableFunc(funcs, func(a, b sframeFunc) int {
@@ -302,15 +318,13 @@ func (ctxt *Link) writeSframe(s loader.Sym, funcs []sframeFunc, nfres int, fres 
 
 	base := ldr.SymValue(s)
 	idx := out[sframeHeaderSize:]
-	freout := idx[sframeIndexSize*len(funcs):]
-	freoff := 0
+	copy(idx[sframeIndexSize*len(funcs):], fres)
 	for i, f := range funcs {
 		e := idx[sframeIndexSize*i:]
 		field := base + sframeHeaderSize + int64(sframeIndexSize*i)
 		le.PutUint64(e[0:], uint64(ldr.SymValue(f.s)-field))
 		le.PutUint32(e[8:], uint32(ldr.SymSize(f.s)))
-		le.PutUint32(e[12:], uint32(freoff))
-		freoff += copy(freout[freoff:], fres[f.off:f.end])
+		le.PutUint32(e[12:], uint32(f.off))
 	}
 }
 

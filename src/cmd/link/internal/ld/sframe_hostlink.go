@@ -479,6 +479,7 @@ func sframeV1ToV3(sec []byte, addr uint64, st *sframeHostState, arm64 bool) ([]b
 
 	var index, v3 []byte
 	nrows := 0
+	shared := map[string]int{} // as in an internal link: one copy of equal attributes and rows
 	for i, d := range fdes {
 		var attrRows []byte
 		if d.goFunction >= 0 {
@@ -508,8 +509,13 @@ func sframeV1ToV3(sec []byte, addr uint64, st *sframeHostState, arm64 bool) ([]b
 		fn := addr + uint64(d.start)
 		index = le.AppendUint64(index, fn-field)
 		index = le.AppendUint32(index, d.size)
-		index = le.AppendUint32(index, uint32(len(v3)))
-		v3 = append(v3, attrRows...)
+		off, ok := shared[string(attrRows)]
+		if !ok {
+			off = len(v3)
+			shared[string(attrRows)] = off
+			v3 = append(v3, attrRows...)
+		}
+		index = le.AppendUint32(index, uint32(off))
 	}
 
 	abiArch, fixedRA := byte(sframeABIAMD64LE), int8(-8)

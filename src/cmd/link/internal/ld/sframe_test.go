@@ -51,6 +51,8 @@ type sframeFDE struct {
 	start, size uint64
 	info        byte
 	rows        []sframeTestRow
+	attrOff     uint32 // offset of its attributes in the FRE sub-section
+	enc         []byte // its attributes and rows as encoded
 }
 
 type sframeTestRow struct {
@@ -108,7 +110,8 @@ func decodeSframe(d []byte, addr uint64) (hdr []byte, fdes []sframeFDE, err erro
 			start: field + le.Uint64(e[0:]),
 			size:  uint64(le.Uint32(e[8:])),
 		}
-		p := fres[le.Uint32(e[12:]):]
+		fde.attrOff = le.Uint32(e[12:])
+		p := fres[fde.attrOff:]
 		n := int(le.Uint16(p))
 		fde.info = p[2]
 		// The default FDE type; a repetition size only for a PC-mask
@@ -147,6 +150,7 @@ func decodeSframe(d []byte, addr uint64) (hdr []byte, fdes []sframeFDE, err erro
 			}
 			fde.rows = append(fde.rows, r)
 		}
+		fde.enc = fres[fde.attrOff : len(fres)-len(p)]
 		total += n
 		fdes = append(fdes, fde)
 	}
@@ -163,6 +167,7 @@ func TestSframe(t *testing.T) {
 			t.Parallel()
 			f := buildSframeTestProg(t, goarch, "")
 			checkSframe(t, f, goarch, false)
+			checkSframeShared(t, f)
 
 			off := buildSframeTestProg(t, goarch, "-sframe=false")
 			if off.Section(".sframe") != nil {
@@ -194,7 +199,9 @@ func TestSframeHostlink(t *testing.T) {
 				t.Skipf("skipping: the system linker is not GNU ld 2.40")
 			}
 			env := []string{"CGO_ENABLED=1", "CC=" + c.cc}
-			checkSframe(t, buildSframeTestProg(t, c.goarch, "-linkmode=external", env...), c.goarch, true)
+			ext := buildSframeTestProg(t, c.goarch, "-linkmode=external", env...)
+			checkSframe(t, ext, c.goarch, true)
+			checkSframeShared(t, ext)
 			pie := buildSframeTestProg(t, c.goarch, "-linkmode=external -s", append(env, "GOFLAGS=-buildmode=pie")...)
 			if pie.Section(".sframe") == nil || pie.Section(".sframe").Type != shtGNUSframe {
 				t.Errorf("PIE: no SHT_GNU_SFRAME .sframe section")
@@ -214,6 +221,32 @@ func TestSframeHostlink(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkSframeShared checks that functions whose attributes and rows
+// encode alike point at one copy of them, and that the FRE sub-section
+// holds nothing but the distinct encodings.
+func checkSframeShared(t *testing.T, f *elf.File) {
+	t.Helper()
+	hdr, fdes := readSframe(t, f.Section(".sframe"))
+	at := map[string]uint32{}
+	size := 0
+	for _, fde := range fdes {
+		off, ok := at[string(fde.enc)]
+		switch {
+		case !ok:
+			at[string(fde.enc)] = fde.attrOff
+			size += len(fde.enc)
+		case off != fde.attrOff:
+			t.Errorf("FDE at %#x: attributes and rows at FRE offset %#x repeat those at %#x", fde.start, fde.attrOff, off)
+		}
+	}
+	if len(at) >= len(fdes) {
+		t.Errorf("%d FDEs have %d distinct encodings: no function shares its rows", len(fdes), len(at))
+	}
+	if frelen := binary.LittleEndian.Uint32(hdr[16:]); int(frelen) != size {
+		t.Errorf("FRE sub-section is %d bytes; its distinct encodings take %d", frelen, size)
 	}
 }
 
