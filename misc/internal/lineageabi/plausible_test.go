@@ -17,7 +17,7 @@ func TestGoroutinesDamaged(t *testing.T) {
 		blocks              int
 	}{
 		{"sudog unreadable", func(img []byte, _ *Header) { le.PutUint64(img[0x2000+96:], 0x10) }, 0, 1, 0},
-		{"g unreadable", func(img []byte, _ *Header) { le.PutUint64(img[0x1000+64+104:], 0x10) }, 0, 1, 0},
+		{"g unreadable", func(img []byte, _ *Header) { le.PutUint64(img[0x1000+64+8:], 0x10) }, 0, 1, 0},
 		{"record implausible", func(img []byte, h *Header) { le.PutUint32(img[0x1000+64+h.OffRecNanc:], 0xffff) }, 0, 1, 0},
 		{"block used beyond nrec", func(img []byte, _ *Header) { le.PutUint32(img[0x1000+12:], 9) }, 0, 0, 1},
 	} {
