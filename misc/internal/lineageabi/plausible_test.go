@@ -52,7 +52,7 @@ func TestPlausible(t *testing.T) {
 		{Goid: 5, Record: &Record{Goid: 5, StartPC: 0x1100, GoPC: 0x1200, ParentGoid: 1, Anc: []Anc{{1, 0x1010, 0}}}},
 		{Goid: 9295429630892703745, Record: &Record{Goid: 7, StartPC: 0x1100}},
 		{Goid: 8, Status: StatusUnknown, Record: &Record{Goid: 8, StartPC: 0x10, GoPC: 0x1200, ParentGoid: 1 << 50,
-			Anc: []Anc{{5, 0x1100, 0x1200}, {1 << 50, 0x1100, 0x1200}, {1, 0x1010, 0}}}},
+			Anc: []Anc{{1 << 50, 0x1100, 0x1200}, {0, 0x1100, 0x7200}, {0, 0x1010, 0}}}},
 	}
 	p := NewPlausible(text, gs)
 	if want := uint64(2*8 + 1<<20); p.MaxGoid != want {
