@@ -90,8 +90,8 @@ func TestNoRegistry(t *testing.T) {
 	}
 }
 
-// FuzzGoroutines: no image makes the registry walk panic, loop or read
-// beyond what it bounds.
+// FuzzGoroutines: no image makes the registry walk (with the labels)
+// panic, loop or read beyond what it bounds.
 func FuzzGoroutines(f *testing.F) {
 	_, img := registryImage()
 	f.Add(img)
@@ -100,6 +100,7 @@ func FuzzGoroutines(f *testing.F) {
 		if err != nil {
 			return
 		}
+		v.ReadLabels = true
 		gs, _, _ := v.Goroutines()
 		for _, g := range gs {
 			if g.Status == StatusDead || g.Status == StatusIdle {
