@@ -582,7 +582,7 @@ func TestPsLabels(t *testing.T) {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(g.Start.Func, "main.main.func"):
+		case strings.HasPrefix(g.Start.Func, "main.main."): // pprof.Do's goroutines
 			if len(g.Labels) != 2 || g.Labels["role"] != `test "q"` {
 				t.Errorf("goroutine %d (%s): labels %q", g.Goid, g.Start.Func, g.Labels)
 			}
