@@ -565,15 +565,24 @@ func TestElideWrappers(t *testing.T) {
 }
 
 // TestPsLabels: ps shows each goroutine's pprof labels, read through the
-// ABI's label offsets: a "labels" object in -json, the label set after
-// the function in text; goroutines without labels have none.
+// ABI's label offsets, of a live process and of its core: a "labels"
+// object in -json, the label set after the function in text; goroutines
+// without labels have none.
 func TestPsLabels(t *testing.T) {
 	exe := fixture(t, "labels")
 	requireABI(t, exe)
 	p := start(t, exe)
-	out, stderr, code := tool(t, "ps", "-json", strconv.Itoa(p.pid()))
+	pid := strconv.Itoa(p.pid())
+	checkLabels(t, "live", pid)
+	p.checkRunning(t)
+	checkLabels(t, "core", "--core", gcore(t, p.pid()), exe)
+}
+
+func checkLabels(t *testing.T, who string, target ...string) {
+	t.Helper()
+	out, stderr, code := tool(t, append([]string{"ps", "-json"}, target...)...)
 	if code != 0 {
-		t.Fatalf("ps -json: exit %d: %s", code, stderr)
+		t.Fatalf("%s: ps -json: exit %d: %s", who, code, stderr)
 	}
 	workers := map[string]bool{}
 	plain := 0
@@ -584,31 +593,30 @@ func TestPsLabels(t *testing.T) {
 		switch {
 		case strings.HasPrefix(g.Start.Func, "main.main."): // pprof.Do's goroutines
 			if len(g.Labels) != 2 || g.Labels["role"] != `test "q"` {
-				t.Errorf("goroutine %d (%s): labels %q", g.Goid, g.Start.Func, g.Labels)
+				t.Errorf("%s: goroutine %d (%s): labels %q", who, g.Goid, g.Start.Func, g.Labels)
 			}
 			workers[g.Labels["worker"]] = true
 		case g.Start.Func == "main.plain":
 			plain++
 			if g.Labels != nil {
-				t.Errorf("goroutine %d (main.plain): labels %q, want none", g.Goid, g.Labels)
+				t.Errorf("%s: goroutine %d (main.plain): labels %q, want none", who, g.Goid, g.Labels)
 			}
 		}
 	}
 	if !maps.Equal(workers, map[string]bool{"0": true, "1": true}) || plain != 1 {
-		t.Errorf("labeled workers %v, %d main.plain; want workers 0 and 1, one main.plain\n%s", workers, plain, out)
+		t.Errorf("%s: labeled workers %v, %d main.plain; want workers 0 and 1, one main.plain\n%s", who, workers, plain, out)
 	}
-	out, stderr, code = tool(t, "ps", strconv.Itoa(p.pid()))
+	out, stderr, code = tool(t, append([]string{"ps"}, target...)...)
 	n := 0
 	for _, l := range strings.Split(out, "\n") {
 		if strings.Contains(l, `"worker":`) {
 			n++
 			if !strings.Contains(l, `{"role":"test \"q\"", "worker":"`) {
-				t.Errorf("ps line %q: want the label set after the function", l)
+				t.Errorf("%s: ps line %q: want the label set after the function", who, l)
 			}
 		}
 	}
 	if code != 0 || n != 2 {
-		t.Errorf("ps: exit %d, %d lines with labels, want 2:\n%s%s", code, n, out, stderr)
+		t.Errorf("%s: ps: exit %d, %d lines with labels, want 2:\n%s%s", who, code, n, out, stderr)
 	}
-	p.checkRunning(t)
 }
