@@ -374,8 +374,11 @@ func lineageNewRegion(mp *m) {
 	} else {
 		r = (*lineageRegion)(lineageLowAlloc(unsafe.Sizeof(lineageRegion{}), 64))
 		r.next = lineageABI.regions
-		atomic.Store64(&lineageABI.regions, uint64(uintptr(unsafe.Pointer(r))))
+		// nregions first, as for blocks (lineageNewBlock): a reader
+		// that reads the head and then the count never finds more
+		// regions on the list than the count says.
 		atomic.Xadd64(&lineageABI.nregions, 1)
+		atomic.Store64(&lineageABI.regions, uint64(uintptr(unsafe.Pointer(r))))
 	}
 	unlock(&lineageLock)
 	mp.lineage = r
@@ -526,15 +529,15 @@ again:
 		if depth == 0 {
 			depth-- // saturate
 		}
-		c := lineageCounts{
-			nanc:  uint16(min(uint32(p.nanc)+1, lineageDepth)),
-			flags: p.flags & lineageParentUnknown,
-			depth: depth,
+		// Field by field: a lineageCounts value would need a frame.
+		nanc := uint16(min(uint32(p.nanc)+1, lineageDepth))
+		flags := p.flags & lineageParentUnknown
+		if depth > uint32(nanc) {
+			flags |= lineageAncTruncated
 		}
-		if c.depth > uint32(c.nanc) {
-			c.flags |= lineageAncTruncated
-		}
-		p.child = c
+		p.child.depth = depth
+		p.child.flags = flags
+		p.child.nanc = nanc
 	}
 	s := r.seq
 	lineageSeqBegin(&r.seq, s)

@@ -149,8 +149,9 @@ func P16(a uintptr) uint16 { return *(*uint16)(unsafe.Pointer(a)) }
 // registry (bounded by nregions), or 0.
 func (h Header) Region(tid uint64) uintptr {
 	a := uintptr(h)
+	r0 := uintptr(P64(a + OffRegions)) // the head, then the count
 	n := P64(a + OffNRegions)
-	for r, i := uintptr(P64(a+OffRegions)), uint64(0); r != 0 && i < n; r, i = uintptr(P64(r+h.U(OffRegionNext))), i+1 {
+	for r, i := r0, uint64(0); r != 0 && i < n; r, i = uintptr(P64(r+h.U(OffRegionNext))), i+1 {
 		if P64(r+h.U(OffRegionSeq))&1 == 0 && P32(r+h.U(OffRegionState)) != 0 && P64(r+h.U(OffRegionTid)) == tid {
 			return r
 		}
