@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,17 @@ func TestGoroutineCommandsBadInput(t *testing.T) {
 	if err := os.WriteFile(noabi, bytes.ReplaceAll(data, lineageabi.Magic, make([]byte, len(lineageabi.Magic))), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A version 1 header: the same bytes but for the version (the runtime
+	// does not read it).
+	v2 := append(slices.Clip(lineageabi.Magic), lineageabi.Version, 0, 0, 0)
+	v1 := append(slices.Clip(lineageabi.Magic), 1, 0, 0, 0)
+	if !bytes.Contains(data, v2) {
+		t.Fatalf("%s has no version %d header", exe, lineageabi.Version)
+	}
+	oldabi := filepath.Join(t.TempDir(), "v1")
+	if err := os.WriteFile(oldabi, bytes.ReplaceAll(data, v2, v1), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, exe string
 		env       []string
@@ -32,6 +44,7 @@ func TestGoroutineCommandsBadInput(t *testing.T) {
 	}{
 		{"lineage=0", exe, []string{"GODEBUG=lineage=0"}, "publishes no goroutine registry"},
 		{"no ABI", noabi, nil, "does not publish the goroutine lineage ABI"},
+		{"version 1", oldabi, nil, "lineage ABI version 1: this reader reads version 2; rebuild the target with this fork's toolchain"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := start(t, tc.exe, tc.env...)

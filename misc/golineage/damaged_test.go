@@ -72,8 +72,8 @@ func (m *coreMap) footprint(t *testing.T, g *lineageabi.Goroutine) int64 {
 			}
 		}
 	}
-	need(m.view.Addr, lineageabi.RegistryHeaderSize)
-	for b := m.word(t, m.view.Addr+lineageabi.OffRegistry); b != 0; b = m.word(t, b+uint64(r.OffBlockNext)) {
+	need(m.view.Addr, lineageabi.HeaderSize)
+	for b := m.word(t, m.view.Addr+lineageabi.OffBlocks); b != 0; b = m.word(t, b+uint64(r.OffBlockNext)) {
 		need(b, uint64(r.BlockHeaderSize))
 		if g.RecordAddr > b && g.RecordAddr < b+uint64(r.BlockHeaderSize)+(1<<16)*uint64(h.RecordSize) {
 			break
@@ -83,7 +83,7 @@ func (m *coreMap) footprint(t *testing.T, g *lineageabi.Goroutine) int64 {
 	gSpan := uint32(0)
 	for _, off := range []uint32{r.OffGGoid, r.OffGStatus, r.OffGTransitions, r.OffGWaitReason, r.OffGWaitSince,
 		r.OffGSchedSP, r.OffGSchedPC, r.OffGSchedBP, r.OffGSyscallSP, r.OffGSyscallPC, r.OffGSyscallBP,
-		r.OffGStackLo, r.OffGStackHi, r.OffGWaiting} {
+		r.OffGStackLo, r.OffGStackHi, r.OffGWaiting, r.OffGLabels} {
 		gSpan = max(gSpan, off+8)
 	}
 	need(g.G, uint64(gSpan))
@@ -286,6 +286,11 @@ func TestCorruptCore(t *testing.T) {
 	}
 	h, r := m.view.H, m.view.Reg
 	const bogus uint64 = 9295429630892703745
+	// An entry's start offset far beyond the text (its gopc kept).
+	badStart := func(addr uint64) map[uint64]uint64 {
+		addr += uint64(h.OffAncStart)
+		return map[uint64]uint64{addr: m.word(t, addr)&^0xffffffff | 0xfffffff0}
+	}
 	deep := pick("main.chain")
 	if len(deep.Record.Anc) < 2 {
 		t.Fatalf("goroutine %d, the deepest of main.chain, has %d ancestors; want at least 2", deep.Goid, len(deep.Record.Anc))
@@ -297,11 +302,12 @@ func TestCorruptCore(t *testing.T) {
 		skipped bool     // the goroutine is left out
 		corrupt []string // else these fields are flagged
 	}{
-		{"ancestor goid", deep, map[uint64]uint64{
-			deep.RecordAddr + uint64(h.OffRecParentGoid):                 bogus,
-			deep.RecordAddr + uint64(h.OffRecAnc+h.AncSize+h.OffAncGoid): bogus, // the grandparent
-		}, false, []string{"parent", "ancestors"}},
-		{"start pc", pick("main.sleeper"), map[uint64]uint64{pick("main.sleeper").RecordAddr + uint64(h.OffRecStartPC): 0x10}, false, []string{"start"}},
+		{"ancestor", deep, func() map[uint64]uint64 {
+			w := badStart(deep.RecordAddr + uint64(h.OffRecAnc+h.AncSize)) // the grandparent
+			w[deep.RecordAddr+uint64(h.OffRecParentGoid)] = bogus
+			return w
+		}(), false, []string{"parent", "ancestors"}},
+		{"start pc", pick("main.sleeper"), badStart(pick("main.sleeper").RecordAddr + uint64(h.OffRecSite)), false, []string{"start"}},
 		{"status", pick("main.selector"), map[uint64]uint64{
 			// A runtime status beyond the map (u32; the word's upper half kept).
 			pick("main.selector").G + uint64(r.OffGStatus): 0x3f | m.word(t, pick("main.selector").G+uint64(r.OffGStatus))&^0xffffffff,

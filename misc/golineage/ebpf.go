@@ -102,19 +102,21 @@ func openEBPF(pid int, arch string, bias uint64, abi *lineageabi.ABI, pf profile
 	cfg := ebpf.Config{TGID: pid, Hz: pf.hz, BTF: os.Getenv(btfEnv), Stats: pf.stats}
 	r := &ebpfRun{pid: pid}
 	if abi != nil {
-		// The offsets and the run-time fields (tls_g_offset) are read with
-		// the process running: they are written once, before any goroutine.
+		// The offsets are the executable file's (the ABI puts them there
+		// at link time); only the run-time fields (flags, tls_g_offset,
+		// record_size) are read from the process, running: they are
+		// written once, before any goroutine.
 		v, err := abi.Load(target.ProcMem(pid), bias)
 		if err != nil {
 			return nil, err
 		}
-		h := v.H
+		h, rt := abi.Static, v.H
 		r.view, r.note = v, v.Note
-		cfg.Lineage = h.Flags&lineageabi.FlagRecords != 0
-		cfg.TLSG, cfg.TLSGOffset = h.Flags&lineageabi.FlagTLSG != 0, h.TLSGOffset
+		cfg.Lineage = rt.Flags&lineageabi.FlagRecords != 0
+		cfg.TLSG, cfg.TLSGOffset = rt.Flags&lineageabi.FlagTLSG != 0, rt.TLSGOffset
 		cfg.OffGM, cfg.OffMRegion = h.OffGM, h.OffMRegion
 		cfg.OffRegionSeq, cfg.OffRegionTid, cfg.OffRegionCur = h.OffRegionSeq, h.OffRegionTid, h.OffRegionCur
-		cfg.OffRecSeq, cfg.RecordSize = h.OffRecSeq, h.RecordSize
+		cfg.OffRecSeq, cfg.RecordSize = h.OffRecSeq, rt.RecordSize
 	}
 	c, err := ebpf.Open(cfg)
 	if err != nil {
@@ -292,12 +294,13 @@ func earliest(a, b time.Time) time.Time {
 // fixed fields, its nanc ancestors and its nstk stack entries.
 func recordExtent(h *lineageabi.Header, rec *lineageabi.Record) int {
 	n := uint64(0)
-	for _, off := range []uint32{h.OffRecSeq, h.OffRecGoid, h.OffRecStartPC, h.OffRecGoPC, h.OffRecParentGoid} {
+	for _, off := range []uint32{h.OffRecSeq, h.OffRecG, h.OffRecGoid, h.OffRecParentGoid} {
 		n = max(n, uint64(off)+8)
 	}
-	for _, off := range []uint32{h.OffRecNanc, h.OffRecNstk, h.OffRecFlags, h.OffRecDepth} {
-		n = max(n, uint64(off)+4)
+	for _, off := range []uint32{h.OffRecNanc, h.OffRecNstk, h.OffRecFlags} {
+		n = max(n, uint64(off)+2)
 	}
+	n = max(n, uint64(h.OffRecDepth)+4, uint64(h.OffRecSite)+uint64(h.AncSize))
 	if rec.Nanc > 0 {
 		n = max(n, uint64(h.OffRecAnc)+uint64(rec.Nanc)*uint64(h.AncSize))
 	}

@@ -281,25 +281,26 @@ func TestEBPFUnprivileged(t *testing.T) {
 // region is the sampled thread's, and the seq is even and the same before
 // the copy, in it and after it.
 func TestEBPFEventLineage(t *testing.T) {
-	h := &lineageabi.Header{MaxDepth: 2, RecordSize: 128, OffRecSeq: 0, OffRecParentGoid: 8, OffRecNanc: 24, OffRecNstk: 28, OffRecFlags: 32,
-		OffRecDepth: 36, OffRecGoid: 56, OffRecStartPC: 64, OffRecGoPC: 72, OffRecAnc: 80, AncSize: 24, OffAncGoid: 0, OffAncStartPC: 8, OffAncGoPC: 16, OffRecStack: 128}
+	h := &lineageabi.Header{MaxDepth: 2, RecordSize: 128, OffRecSeq: 0, OffRecG: 8, OffRecGoid: 16, OffRecParentGoid: 24,
+		OffRecNanc: 32, OffRecNstk: 34, OffRecFlags: 36, OffRecDepth: 40, OffRecSite: 56, OffRecAnc: 64, AncSize: 8,
+		OffAncStart: 0, OffAncGoPC: 4, OffRecStack: 80, TextBase: 0x400000}
 	rec := make([]byte, 128)
 	le := binary.LittleEndian
-	le.PutUint64(rec[0:], 4)         // seq
-	le.PutUint64(rec[8:], 7)         // parent
-	le.PutUint32(rec[24:], 1)        // nanc
-	le.PutUint64(rec[56:], 9)        // goid
-	le.PutUint64(rec[72:], 0x401234) // gopc
-	le.PutUint64(rec[80:], 7)        // anc[0].goid
-	le.PutUint64(rec[96:], 0x405678) // anc[0].gopc
+	le.PutUint64(rec[0:], 4)       // seq
+	le.PutUint64(rec[16:], 9)      // goid
+	le.PutUint64(rec[24:], 7)      // parent
+	le.PutUint16(rec[32:], 1)      // nanc
+	le.PutUint32(rec[40:], 5)      // depth
+	le.PutUint32(rec[60:], 0x1234) // gopc, from text_base
+	le.PutUint32(rec[68:], 0x5678) // anc[0].gopc
 	good := ebpf.Event{TID: 3, Flags: ebpf.FlagLineage | ebpf.FlagRegionOK | ebpf.FlagRecord, RegionTID: 3, Cur: 0x1000, Seq1: 4, Seq2: 4, Record: rec}
 	goid, chain, err := eventLineage(h, &good)
-	if err != nil || goid != 9 || len(chain) != 2 || chain[0].GoPC != 0x401234 || chain[1].Goid != 7 {
+	if err != nil || goid != 9 || len(chain) != 2 || chain[0].GoPC != 0x401234 || chain[1].Goid != 7 || chain[1].GoPC != 0x405678 {
 		t.Fatalf("eventLineage = %d, %+v, %v", goid, chain, err)
 	}
 	// The tail past the one ancestor was not read: a page never touched.
 	short := good
-	short.Record = rec[:104]
+	short.Record = rec[:72]
 	if goid, chain, err := eventLineage(h, &short); err != nil || goid != 9 || len(chain) != 2 {
 		t.Errorf("record read up to its last ancestor: %d, %+v, %v", goid, chain, err)
 	}
@@ -315,7 +316,7 @@ func TestEBPFEventLineage(t *testing.T) {
 		"record not copied": func(e *ebpf.Event) { e.Flags &^= ebpf.FlagRecord },
 		"another thread":    func(e *ebpf.Event) { e.RegionTID = 4 },
 		"record's seq":      func(e *ebpf.Event) { e.Seq1, e.Seq2 = 2, 2 },
-		"ancestor not read": func(e *ebpf.Event) { e.Record = e.Record[:100] },
+		"ancestor not read": func(e *ebpf.Event) { e.Record = e.Record[:68] },
 		"seq not read":      func(e *ebpf.Event) { e.Record = e.Record[:4] },
 	} {
 		e := good

@@ -91,15 +91,24 @@ func (f *filter) apply(s *goroutineSet, ancestors bool) {
 		return
 	}
 	keep := map[uint64]bool{}
+	byGoid := map[uint64]*goroutine{}
+	for i := range s.gs {
+		byGoid[s.gs[i].Goid] = &s.gs[i]
+	}
 	for i := range s.gs {
 		g := &s.gs[i]
 		if !f.match(s, g) {
 			continue
 		}
 		keep[g.Goid] = true
-		if ancestors && g.Record != nil {
-			for _, a := range g.Record.Anc {
-				keep[a.Goid] = true
+		// The creators still running, by their parent goids (the
+		// records keep no goid of older ancestors).
+		for r := g.Record; ancestors && r != nil && r.ParentGoid != 0 && !keep[r.ParentGoid]; {
+			keep[r.ParentGoid] = true
+			p := byGoid[r.ParentGoid]
+			r = nil
+			if p != nil {
+				r = p.Record
 			}
 		}
 	}

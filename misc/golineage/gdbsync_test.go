@@ -22,17 +22,21 @@ func TestGDBConstantsMatchGo(t *testing.T) {
 		consts[string(m[1])] = string(m[2])
 	}
 	want := map[string]int{
-		"VERSION":          lineageabi.Version,
-		"HEADER_V1":        lineageabi.HeaderSize,
-		"OFF_VERSION":      lineageabi.OffVersion,
-		"OFF_SELF":         lineageabi.OffSelf,
-		"OFF_MAX_DEPTH":    lineageabi.OffMaxDepth,
-		"TABLE_U32":        (lineageabi.OffRecStack-lineageabi.OffMaxDepth)/4 + 1,
-		"FLAG_READY":       lineageabi.FlagReady,
-		"REC_CGO_CALLBACK": lineageabi.RecCgoCallback,
-		"FLAG_REGISTRY":    lineageabi.FlagRegistry,
-		"OFF_REGISTRY":     lineageabi.OffRegistry,
-		"REGISTRY_END":     lineageabi.RegistryHeaderSize,
+		"VERSION":            lineageabi.Version,
+		"HEADER_SIZE":        lineageabi.HeaderSize,
+		"OFF_VERSION":        lineageabi.OffVersion,
+		"OFF_SELF":           lineageabi.OffSelf,
+		"OFF_MAX_DEPTH":      lineageabi.OffMaxDepth,
+		"OFF_TABLE":          lineageabi.OffRegionSize,
+		"TABLE_U32":          (lineageabi.OffGRecord-lineageabi.OffRegionSize)/4 + 1,
+		"OFF_TEXT_BASE":      lineageabi.OffTextBase,
+		"OFF_REG_TABLE":      lineageabi.OffRegTable,
+		"REG_TABLE_U32":      (lineageabi.OffStatusScan-lineageabi.OffRegTable)/4 + 1,
+		"OFF_STATUS_MAP":     lineageabi.OffStatusMap,
+		"FLAG_READY":         lineageabi.FlagReady,
+		"REC_CGO_CALLBACK":   lineageabi.RecCgoCallback,
+		"REC_PARENT_UNKNOWN": lineageabi.RecParentUnknown,
+		"FLAG_REGISTRY":      lineageabi.FlagRegistry,
 	}
 	for name, w := range want {
 		v, ok := consts[name]

@@ -386,9 +386,16 @@ func TestGoldenBPF(t *testing.T) {
 		if err != nil || rec == nil {
 			t.Fatalf("thread %d: no lineage record (%v)", th.TID, err)
 		}
-		fmt.Fprintf(&text, "L R %x %d %d %x %x %d %d %d %d\n", rec.Seq, th.TID, rec.Goid, rec.StartPC, rec.GoPC, rec.Nanc, rec.Nstk, rec.Flags, rec.ParentGoid)
+		tb := view.H.TextBase
+		off := func(pc uint64) uint64 { // as the record holds it
+			if pc == 0 {
+				return 0
+			}
+			return pc - tb
+		}
+		fmt.Fprintf(&text, "L R %x %d %d %x %x %d %d %d %d %d %x\n", rec.Seq, th.TID, rec.Goid, off(rec.StartPC), off(rec.GoPC), rec.Nanc, rec.Nstk, rec.Flags, rec.ParentGoid, rec.Depth, tb)
 		for _, a := range rec.Anc {
-			fmt.Fprintf(&text, "L A %d %x %x\n", a.Goid, a.StartPC, a.GoPC)
+			fmt.Fprintf(&text, "L A %x %x\n", off(a.StartPC), off(a.GoPC))
 		}
 		for _, pc := range rec.Stack {
 			fmt.Fprintf(&text, "L K %x\n", pc)

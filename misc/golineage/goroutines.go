@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -403,6 +404,9 @@ func (s *goroutineSet) writePs(w io.Writer) {
 		if at := s.createdAt(g); at != "" {
 			fn += " (" + at + ")"
 		}
+		if len(g.Labels) > 0 {
+			fn += " " + labelString(g.Labels)
+		}
 		rows = append(rows, [6]string{fmt.Sprint(g.Goid), g.parent(), tid, g.state(), obj, fn})
 	}
 	width := [5]int{7, 7, 6, 28, 24}
@@ -417,6 +421,21 @@ func (s *goroutineSet) writePs(w io.Writer) {
 	if s.note != "" {
 		fmt.Fprintf(w, "(%s)\n", s.note)
 	}
+}
+
+// labelString prints labels as runtime/pprof prints a label set:
+// {"key":"value", ...}.
+func labelString(ls []lineageabi.Label) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(l.Key) + ":" + strconv.Quote(l.Value))
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // writeStacks prints every goroutine not on a thread, like the runtime's

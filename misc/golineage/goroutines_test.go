@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -132,7 +133,7 @@ func checkAgainstDump(t *testing.T, who string, psJSON string, dump map[uint64]d
 		} else if g.State != "waiting" || g.WaitReason != d.reason {
 			t.Errorf("%s: goroutine %d: state %s reason %q, dump says %q", who, id, g.State, g.WaitReason, d.reason)
 		}
-		if g.Parent != d.parent || len(g.Ancestors) == 0 || g.Ancestors[0].Goid != d.parent {
+		if g.Parent != d.parent || len(g.Ancestors) == 0 || !ancGoid(g.Ancestors[0], d.parent) {
 			t.Errorf("%s: goroutine %d: parent %d, ancestors %+v, dump says %d", who, id, g.Parent, g.Ancestors, d.parent)
 		}
 		if g.CreatedBy == nil || *g.CreatedBy != d.createdBy {
@@ -385,7 +386,9 @@ func TestGoldenPsJSON(t *testing.T) {
 		}
 		g.Goid, g.Parent, g.Thread = 0, 0, 0
 		for i := range g.Ancestors {
-			g.Ancestors[i].Goid = 0
+			if g.Ancestors[i].Goid != nil { // the parent's: kept present
+				g.Ancestors[i].Goid = new(uint64)
+			}
 		}
 		b, err := json.Marshal(g)
 		if err != nil {
@@ -558,5 +561,62 @@ func TestElideWrappers(t *testing.T) {
 	}
 	if want := []string{"runtime.gopanic", "main.(*T).M", "main.f", "runtime.goexit"}; !slices.Equal(got, want) {
 		t.Errorf("elideWrappers = %q, want %q", got, want)
+	}
+}
+
+// TestPsLabels: ps shows each goroutine's pprof labels, read through the
+// ABI's label offsets, of a live process and of its core: a "labels"
+// object in -json, the label set after the function in text; goroutines
+// without labels have none.
+func TestPsLabels(t *testing.T) {
+	exe := fixture(t, "labels")
+	requireABI(t, exe)
+	p := start(t, exe)
+	pid := strconv.Itoa(p.pid())
+	checkLabels(t, "live", pid)
+	p.checkRunning(t)
+	checkLabels(t, "core", "--core", gcore(t, p.pid()), exe)
+}
+
+func checkLabels(t *testing.T, who string, target ...string) {
+	t.Helper()
+	out, stderr, code := tool(t, append([]string{"ps", "-json"}, target...)...)
+	if code != 0 {
+		t.Fatalf("%s: ps -json: exit %d: %s", who, code, stderr)
+	}
+	workers := map[string]bool{}
+	plain := 0
+	for _, g := range parsePsJSON(t, out) {
+		if g.Start == nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(g.Start.Func, "main.main."): // pprof.Do's goroutines
+			if len(g.Labels) != 2 || g.Labels["role"] != `test "q"` {
+				t.Errorf("%s: goroutine %d (%s): labels %q", who, g.Goid, g.Start.Func, g.Labels)
+			}
+			workers[g.Labels["worker"]] = true
+		case g.Start.Func == "main.plain":
+			plain++
+			if g.Labels != nil {
+				t.Errorf("%s: goroutine %d (main.plain): labels %q, want none", who, g.Goid, g.Labels)
+			}
+		}
+	}
+	if !maps.Equal(workers, map[string]bool{"0": true, "1": true}) || plain != 1 {
+		t.Errorf("%s: labeled workers %v, %d main.plain; want workers 0 and 1, one main.plain\n%s", who, workers, plain, out)
+	}
+	out, stderr, code = tool(t, append([]string{"ps"}, target...)...)
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, `"worker":`) {
+			n++
+			if !strings.Contains(l, `{"role":"test \"q\"", "worker":"`) {
+				t.Errorf("%s: ps line %q: want the label set after the function", who, l)
+			}
+		}
+	}
+	if code != 0 || n != 2 {
+		t.Errorf("%s: ps: exit %d, %d lines with labels, want 2:\n%s%s", who, code, n, out, stderr)
 	}
 }

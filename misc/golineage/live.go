@@ -173,6 +173,7 @@ func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	view, verr := abi.Load(mem, bias)
 	if verr == nil {
 		view = view.WithContext(ctx)
+		view.ReadLabels = true
 	}
 	tr := target.NewTracerContext(ctx)
 	defer tr.Close()

@@ -73,7 +73,9 @@ func TestStartNames(t *testing.T) {
 	for _, g := range parsePsJSON(t, out) {
 		add(g.Goid, g.Start, g.StartWrapper)
 		for _, a := range g.Ancestors {
-			add(a.Goid, a.Start, a.StartWrapper)
+			if a.Goid != nil { // the parent; older ancestors have no goid
+				add(*a.Goid, a.Start, a.StartWrapper)
+			}
 		}
 	}
 	for id, fn := range want {

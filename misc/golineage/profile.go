@@ -378,6 +378,9 @@ type threadCounts struct{ samples, listed, stopped int }
 
 func loadViewOrNil(snap *snapshot) *lineageabi.View {
 	v, _ := loadView(snap) // a sample without lineage is still a sample
+	if v != nil {
+		v.ReadLabels = false // samples carry no labels
+	}
 	return v
 }
 

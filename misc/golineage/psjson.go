@@ -26,7 +26,9 @@ type frameJSON struct {
 
 // ancestorJSON is one of a goroutine's creators, parent first.
 type ancestorJSON struct {
-	Goid  uint64     `json:"goid"`
+	// Goid is the parent's; ABI version 2 keeps no goid of older
+	// ancestors.
+	Goid  *uint64    `json:"goid,omitempty"`
 	Start *frameJSON `json:"start,omitempty"`
 	// StartWrapper is the compiler's wrapper the goroutine started in,
 	// when Start is the function it calls.
@@ -41,19 +43,21 @@ type goroutineJSON struct {
 	Ancestors []ancestorJSON `json:"ancestors"`
 	// AncestorsTruncated says the runtime dropped older ancestors
 	// (GODEBUG=lineage=N keeps N).
-	AncestorsTruncated bool            `json:"ancestors_truncated,omitempty"`
-	Start              *frameJSON      `json:"start,omitempty"`
-	StartWrapper       *frameJSON      `json:"start_wrapper,omitempty"`
-	CreatedBy          *frameJSON      `json:"created_by,omitempty"`
-	State              string          `json:"state"`
-	WaitReason         string          `json:"wait_reason,omitempty"`
-	WaitSince          string          `json:"wait_since,omitempty"`
-	WaitObject         string          `json:"wait_object,omitempty"`
-	WaitKind           string          `json:"wait_kind,omitempty"`
-	WaitChans          []string        `json:"wait_chans,omitempty"`
-	Thread             int             `json:"thread,omitempty"`
-	Stack              json.RawMessage `json:"stack,omitempty"` // []frameJSON, encoded once per distinct stack
-	StackEnd           string          `json:"stack_end,omitempty"`
+	AncestorsTruncated bool       `json:"ancestors_truncated,omitempty"`
+	Start              *frameJSON `json:"start,omitempty"`
+	StartWrapper       *frameJSON `json:"start_wrapper,omitempty"`
+	CreatedBy          *frameJSON `json:"created_by,omitempty"`
+	State              string     `json:"state"`
+	WaitReason         string     `json:"wait_reason,omitempty"`
+	WaitSince          string     `json:"wait_since,omitempty"`
+	WaitObject         string     `json:"wait_object,omitempty"`
+	WaitKind           string     `json:"wait_kind,omitempty"`
+	WaitChans          []string   `json:"wait_chans,omitempty"`
+	Thread             int        `json:"thread,omitempty"`
+	// Labels are the goroutine's pprof labels (runtime/pprof.Do).
+	Labels   map[string]string `json:"labels,omitempty"`
+	Stack    json.RawMessage   `json:"stack,omitempty"` // []frameJSON, encoded once per distinct stack
+	StackEnd string            `json:"stack_end,omitempty"`
 	// Corrupt names the fields whose values in a damaged core were
 	// impossible: they are left out (or 0) instead of printed as fact.
 	Corrupt []string `json:"corrupt,omitempty"`
@@ -243,13 +247,22 @@ func (s *goroutineSet) writeJSON(w io.Writer, stacks bool) error {
 		j := goroutineJSON{Goid: g.Goid, Parent: g.Record.ParentGoid, Ancestors: []ancestorJSON{},
 			AncestorsTruncated: g.Record.Truncated(), State: g.jsonState(), Thread: g.TID}
 		j.Start, j.StartWrapper = s.start(g.Record.StartPC)
+		for _, l := range g.Labels {
+			if j.Labels == nil {
+				j.Labels = map[string]string{}
+			}
+			j.Labels[l.Key] = l.Value
+		}
 		if lin := g.lineage(); len(lin) > 0 {
 			j.CreatedBy = s.createdBy(lin[0].GoPC)
 		}
-		for _, a := range g.Record.Anc {
-			anc := ancestorJSON{Goid: a.Goid}
+		for i, a := range g.Record.Anc {
+			var anc ancestorJSON
+			if a.Goid != 0 {
+				anc.Goid = &a.Goid
+			}
 			anc.Start, anc.StartWrapper = s.start(a.StartPC)
-			if a.Goid != 1 { // the runtime prints no creator for goroutine 1
+			if !g.Record.Root(i) { // the runtime prints no creator for goroutine 1
 				anc.CreatedBy = s.createdBy(a.GoPC)
 			}
 			j.Ancestors = append(j.Ancestors, anc)

@@ -242,7 +242,9 @@ func loadView(snap *snapshot) (*lineageabi.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.WithContext(snap.ctx), nil
+	v = v.WithContext(snap.ctx)
+	v.ReadLabels = true
+	return v, nil
 }
 
 // canceled is the error of snap's context, nil while the read goes on.

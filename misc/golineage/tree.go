@@ -35,18 +35,29 @@ func (s *goroutineSet) goroutineTree() []*treeLine {
 	exited := map[uint64]lineageabi.Anc{}
 	children := map[uint64][]uint64{}
 	hasParent := map[uint64]bool{}
+	anon := s.anonymousAncestors(live)
 	for i := range s.gs {
 		g := &s.gs[i]
 		child := g.Goid
-		for _, a := range g.Record.Anc {
-			if _, ok := live[a.Goid]; !ok {
-				exited[a.Goid] = a
+		for j, a := range g.Record.Anc {
+			id := a.Goid
+			if j > 0 {
+				if _, ok := live[child]; ok {
+					break // a live creator: its own record goes on
+				}
+				id = anon(g.Record, j)
 			}
-			if a.Goid != 0 && !hasParent[child] {
+			if id == 0 {
+				break
+			}
+			if _, ok := live[id]; !ok {
+				exited[id] = a
+			}
+			if !hasParent[child] {
 				hasParent[child] = true
-				children[a.Goid] = append(children[a.Goid], child)
+				children[id] = append(children[id], child)
 			}
-			child = a.Goid
+			child = id
 		}
 	}
 	name := func(id uint64) string {
@@ -133,6 +144,55 @@ func (s *goroutineSet) goroutineTree() []*treeLine {
 	return roots
 }
 
+// anonBase is the first of the ids the tree gives ancestors that have no
+// goid (ABI version 2 keeps only the parent's): above every goid.
+const anonBase = 1 << 63
+
+// anonymousAncestors returns how the tree names ancestor j (> 0) of a
+// record, which has no goid: the live goroutine it must be (the only
+// goroutine at depth 0, such as goroutine 1, with its start and creation
+// sites), or an id above anonBase shared by the ancestors with the same
+// sites as far as the records go back.
+func (s *goroutineSet) anonymousAncestors(live map[uint64]*goroutine) func(r *lineageabi.Record, j int) uint64 {
+	roots := map[[2]uint64][]uint64{}
+	for id, g := range live {
+		if r := g.Record; r != nil && r.Depth == 0 {
+			k := [2]uint64{r.StartPC, r.GoPC}
+			roots[k] = append(roots[k], id)
+		}
+	}
+	ids := map[string]uint64{}
+	return func(r *lineageabi.Record, j int) uint64 {
+		a := r.Anc[j]
+		if r.Root(j) {
+			if ids := roots[[2]uint64{a.StartPC, a.GoPC}]; len(ids) == 1 {
+				return ids[0]
+			}
+		}
+		var key strings.Builder
+		for _, a := range r.Anc[j:] {
+			fmt.Fprintf(&key, "%x:%x,", a.StartPC, a.GoPC)
+		}
+		id, ok := ids[key.String()]
+		if !ok {
+			id = anonBase + uint64(len(ids))
+			ids[key.String()] = id
+		}
+		return id
+	}
+}
+
+// goids is ids without the anonymous ancestors' (anonBase and above).
+func goids(ids []uint64) []uint64 {
+	var out []uint64
+	for _, id := range ids {
+		if id < anonBase {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // listedGoids is how many goids a collapsed line lists before "...".
 const listedGoids = 3
 
@@ -167,10 +227,15 @@ func (s *goroutineSet) writeTree(w io.Writer) {
 	var walk func(n *treeLine, depth int)
 	walk = func(n *treeLine, depth int) {
 		indent := strings.Repeat("  ", depth)
-		if len(n.goids) == 1 {
+		switch ids := goids(n.goids); {
+		case len(n.goids) == 1 && len(ids) == 1:
 			fmt.Fprintf(w, "%sgoroutine %d [%s] %s\n", indent, n.goids[0], n.state, n.start.funcName())
-		} else {
-			fmt.Fprintf(w, "%sx%d %s [%s] (goroutines %s)\n", indent, len(n.goids), n.start.funcName(), n.state, goidList(n.goids))
+		case len(n.goids) == 1:
+			fmt.Fprintf(w, "%sgoroutine [%s] %s\n", indent, n.state, n.start.funcName())
+		case len(ids) == 0:
+			fmt.Fprintf(w, "%sx%d %s [%s]\n", indent, len(n.goids), n.start.funcName(), n.state)
+		default:
+			fmt.Fprintf(w, "%sx%d %s [%s] (goroutines %s)\n", indent, len(n.goids), n.start.funcName(), n.state, goidList(ids))
 		}
 		for _, k := range n.children {
 			walk(k, depth+1)
@@ -196,7 +261,10 @@ type treeJSON struct {
 func (s *goroutineSet) writeTreeJSON(w io.Writer) error {
 	var node func(n *treeLine) *treeJSON
 	node = func(n *treeLine) *treeJSON {
-		j := &treeJSON{Count: len(n.goids), Goids: n.goids, State: "exited", Children: []*treeJSON{}}
+		j := &treeJSON{Count: len(n.goids), Goids: goids(n.goids), State: "exited", Children: []*treeJSON{}}
+		if j.Goids == nil {
+			j.Goids = []uint64{}
+		}
 		if n.start != nil {
 			j.Start, j.StartWrapper = &n.start.fn, n.start.wrapper
 		}

@@ -171,12 +171,20 @@ cond 0x2000: 1 goroutine
 // TestTreeGroups checks tree's collapsing on a made-up set: siblings of
 // one shape make one line that lists their goids, its children are those
 // of all of them, and a sibling of another shape (fewer children) or an
-// exited creator keeps its own line.
+// exited creator keeps its own line. An ancestor beyond a parent has no
+// goid (ABI version 2): the depth-0 one is goroutine 1 (the only live
+// goroutine at depth 0 with its sites), an exited one is shown without one.
 func TestTreeGroups(t *testing.T) {
+	site := func(goid uint64) lineageabi.Anc { return lineageabi.Anc{GoPC: 0x2000 + goid} } // no start: no binary to name it
 	g := func(goid uint64, reason string, anc ...uint64) goroutine {
-		r := &lineageabi.Record{Goid: goid}
-		for _, a := range anc {
-			r.Anc = append(r.Anc, lineageabi.Anc{Goid: a})
+		s := site(goid)
+		r := &lineageabi.Record{Goid: goid, StartPC: s.StartPC, GoPC: s.GoPC, Depth: uint32(len(anc))}
+		for i, a := range anc {
+			e := site(a)
+			if i == 0 {
+				r.ParentGoid, e.Goid = a, a
+			}
+			r.Anc = append(r.Anc, e)
 		}
 		return goroutine{Goroutine: &lineageabi.Goroutine{Goid: goid, Status: lineageabi.StatusWaiting,
 			WaitReason: reason, Record: r}}
@@ -188,7 +196,8 @@ func TestTreeGroups(t *testing.T) {
 	for _, l := range []uint64{20, 21, 22, 23, 24} {
 		gs = append(gs, g(l, "sleep", 10+(l-20)/2, 1))
 	}
-	gs = append(gs, g(30, "sleep", 5, 1)) // 5 has exited
+	gs = append(gs, g(30, "sleep", 5, 1))    // 5 has exited
+	gs = append(gs, g(40, "sleep", 6, 7, 1)) // so have 6 and its creator 7
 	s := &goroutineSet{gs: gs}
 	var b strings.Builder
 	s.writeTree(&b)
@@ -199,6 +208,9 @@ func TestTreeGroups(t *testing.T) {
     x4 ? [sleep] (goroutines 20, 21, 22, ...)
   goroutine 12 [chan receive] ?
     goroutine 24 [sleep] ?
+  goroutine [exited] ?
+    goroutine 6 [exited] ?
+      goroutine 40 [sleep] ?
 `
 	if b.String() != want {
 		t.Errorf("tree:\n%s\nwant:\n%s", b.String(), want)
@@ -211,9 +223,10 @@ func TestTreeGroups(t *testing.T) {
 	if err := json.Unmarshal([]byte(b.String()), &root); err != nil {
 		t.Fatal(err)
 	}
-	if len(root.Children) != 3 || !slices.Equal(root.Children[1].Goids, []uint64{10, 11}) ||
+	if len(root.Children) != 4 || !slices.Equal(root.Children[1].Goids, []uint64{10, 11}) ||
 		len(root.Children[1].Children) != 1 || !slices.Equal(root.Children[1].Children[0].Goids, []uint64{20, 21, 22, 23}) ||
-		root.Children[0].State != "exited" || root.Children[1].Children[0].WaitReason != "sleep" {
+		root.Children[0].State != "exited" || root.Children[1].Children[0].WaitReason != "sleep" ||
+		root.Children[3].Count != 1 || len(root.Children[3].Goids) != 0 || !slices.Equal(root.Children[3].Children[0].Goids, []uint64{6}) {
 		t.Errorf("tree -json: %s", b.String())
 	}
 }

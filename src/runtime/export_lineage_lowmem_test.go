@@ -21,7 +21,7 @@ func LineageLowRange() (lo, hi uintptr) {
 // LineageMemory lists the addresses of the registry's blocks and of the
 // regions.
 func LineageMemory() (blocks, regions []uintptr) {
-	b := (*lineageBlock)(unsafe.Pointer(uintptr(atomic.Load64(&lineageABI.reg.blocks))))
+	b := (*lineageBlock)(unsafe.Pointer(uintptr(atomic.Load64(&lineageABI.blocks))))
 	for ; b != nil; b = (*lineageBlock)(unsafe.Pointer(uintptr(b.next))) {
 		blocks = append(blocks, uintptr(unsafe.Pointer(b)))
 	}

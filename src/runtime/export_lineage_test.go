@@ -14,11 +14,15 @@ import (
 // header's offsets, as an external reader would.
 func LineageHeaderAddr() uintptr { return uintptr(unsafe.Pointer(&lineageABI)) }
 
+// LineageTextStart is the main module's text start, which site offsets are
+// relative to.
+func LineageTextStart() uintptr { return firstmoduledata.text }
+
 // LineageRecords reports how many lineage records were ever handed out: the
 // used counts of the registry's blocks, which only grow.
 func LineageRecords() int64 {
 	var n int64
-	b := (*lineageBlock)(unsafe.Pointer(uintptr(atomic.Load64(&lineageABI.reg.blocks))))
+	b := (*lineageBlock)(unsafe.Pointer(uintptr(atomic.Load64(&lineageABI.blocks))))
 	for ; b != nil; b = (*lineageBlock)(unsafe.Pointer(uintptr(b.next))) {
 		n += int64(atomic.Load(&b.used))
 	}

@@ -19,8 +19,9 @@
 //     stores the current goroutine's record address in region.cur when the
 //     goroutine starts running (execute) and clears it when it stops (dropg).
 //   - one lineageRecord per g struct, in persistent memory, written at the
-//     go statement under a sequence counter: goid, start PC, creation PC and
-//     the ancestors copied inline, so readers never follow a pointer from one
+//     go statement under a sequence counter: goid, parent goid, its site
+//     (start and creation PCs, as offsets from the text start) and its
+//     ancestors' sites copied inline, so readers never follow a pointer from one
 //     record to another and a chain survives its ancestors' exit and the reuse
 //     of their g structs. g structs are never freed, so records are bounded by
 //     the peak number of goroutines, not by how many were ever created.
@@ -33,14 +34,16 @@
 package runtime
 
 import (
+	"internal/abi"
 	"internal/goarch"
 	"internal/runtime/atomic"
+	"internal/runtime/pprof/label"
 	"internal/runtime/sys"
 	"unsafe"
 )
 
 const (
-	lineageVersion  = 1
+	lineageVersion  = 2
 	lineageMaxLimit = 64 // upper bound of GODEBUG lineage and lineagestack
 	lineageSkip     = 8  // frames between the stack walk's start and the go statement
 
@@ -68,32 +71,59 @@ const (
 )
 
 // lineageHeader is the ABI header. Every field is fixed-width so the layout is
-// the same on every port; offsets are asserted by the tests.
+// the same on every port; offsets are asserted by the tests. Every field is
+// statically initialized (lineageABI), so the executable file holds it as
+// memory does, but those marked "run time": lineageinit and the registry
+// fill them in (doc/lineage-abi.md marks them *[rt]*).
 type lineageHeader struct {
 	magic      [16]byte
 	version    uint32
 	headerSize uint32
 	ptrSize    uint32
-	flags      uint32 // set at run time
-	self       uint64 // set at run time
-	regions    uint64 // set at run time
-	nregions   uint64 // set at run time
-	maxDepth   uint32 // set at run time
-	maxStack   uint32 // set at run time
-	recordSize uint32 // set at run time
+	flags      uint32 // run time
+	self       uint64 // run time
+	regions    uint64 // run time
+	nregions   uint64 // run time
+	maxDepth   uint32 // run time
+	maxStack   uint32 // run time
+	recordSize uint32 // run time
 	regionSize uint32
 
 	offRegionSeq, offRegionTid, offRegionCur, offRegionNext, offRegionMid, offRegionState uint32
 
-	offRecSeq, offRecGoid, offRecStartpc, offRecGopc, offRecParentGoid uint32
-	offRecNanc, offRecNstk, offRecFlags, offRecDepth, offRecAnc        uint32
-	ancSize, offAncGoid, offAncStartpc, offAncGopc                     uint32
-	offRecStack                                                        uint32 // set at run time
-	offGM, offMRegion, offGRecord                                      uint32
-	tlsGOffset                                                         int64 // set at run time
-	reserved                                                           [4]uint64
+	offRecSeq, offRecG, offRecGoid, offRecParentGoid        uint32
+	offRecNanc, offRecNstk, offRecFlags, offRecDepth        uint32
+	offRecSite, offRecAnc, ancSize, offAncStart, offAncGopc uint32
+	offRecStack                                             uint32 // run time
+	offGM, offMRegion, offGRecord                           uint32
+	_                                                       uint32
+	tlsGOffset                                              int64  // run time
+	textBase                                                uint64 // run time: site offsets are relative to it
 
-	reg lineageRegistryHeader // appended in revision 2 (lineage_registry.go)
+	// The registry (lineage_registry.go).
+	blocks  uint64 // run time: *lineageBlock, head of the block list
+	nblocks uint64 // run time: blocks ever linked
+	// run time: address of the wait reason strings, each a (ptr, len) pair
+	waitReasons  uint64
+	nWaitReasons uint32
+	stringSize   uint32 // size of one (ptr, len) pair
+
+	blockHeaderSize, offBlockNext, offBlockNrec, offBlockUsed uint32
+
+	offGGoid, offGStatus, offGTransitions, offGWaitReason, offGWaitSince uint32
+	offGSchedSP, offGSchedPC, offGSchedBP                                uint32
+	offGSyscallSP, offGSyscallPC, offGSyscallBP                          uint32
+	offGStackLo, offGStackHi, offGWaiting                                uint32
+	offSudogWaitlink, offSudogElem, offSudogC, offSudogIsSelect          uint32
+
+	statusScan uint32    // bit set in the status while the g is being scanned
+	statusMap  [16]uint8 // ABI status code of each runtime status value
+
+	// Labels: g.labels points at a label.Set (runtime/pprof's labelMap
+	// embeds it first), a slice of {key, value string}.
+	offGLabels, offLabelsList, labelSize, offLabelKey, offLabelValue uint32
+
+	_ [32]byte
 }
 
 // lineageRegion is one M's published state. Only the M's own thread writes it
@@ -112,40 +142,42 @@ type lineageRegion struct {
 	blk   uint64 // runtime-private: *lineageBlock this M hands records out from
 }
 
-// lineageAnc is one inline ancestor.
+// lineageAnc is one goroutine's site: its start PC and the PC of the go
+// statement that created it, as offsets from lineageABI.textBase (0 when
+// unknown or out of reach, lineageTextOff). It is a record's own site and
+// each entry of its ancestor array.
 type lineageAnc struct {
-	goid    uint64
-	startpc uint64
-	gopc    uint64
+	start uint32
+	gopc  uint32
 }
 
 // lineageRecord is the fixed part of a record; the ancestor array (maxDepth
 // entries) and the creation stack (maxStack PCs) follow it.
 //
-// goid, startpc and gopc come last, shaped like a lineageAnc and just before
-// the ancestor array: a child's ancestors are then one contiguous copy of its
-// parent's self and first ancestors. (Readers go by the offset table; the
-// order is not part of the ABI.)
+// site comes last, shaped like a lineageAnc and just before the ancestor
+// array: a child's ancestors are then one contiguous copy of its parent's
+// site and first ancestors. (Readers go by the offset table; the order is
+// not part of the ABI.)
 type lineageRecord struct {
 	_          sys.NotInHeap
 	seq        uint64
-	parentGoid uint64
 	g          uint64 // *g owning the record, for ever (lineage_registry.go)
+	goid       uint64
+	parentGoid uint64
 	lineageCounts
 	// child is what lineageCounts are for every child of this goroutine,
 	// worked out at its first go statement (child.nanc is 0 before): most
 	// goroutines create none, and one that creates many copies it per
 	// child in two moves. Private to the runtime: not in the offset table.
-	child   lineageCounts
-	goid    uint64
-	startpc uint64
-	gopc    uint64
+	child lineageCounts
+	site  lineageAnc
 }
 
 type lineageCounts struct {
-	nanc  uint32
-	nstk  uint32
-	flags uint32
+	nanc  uint16
+	nstk  uint16
+	flags uint16
+	_     uint16
 	depth uint32
 }
 
@@ -153,7 +185,7 @@ var lineageABI = lineageHeader{
 	magic:      [16]byte{0x7f, 'G', 'o', 'L', 'i', 'n', 'e', 'a', 'g', 'e', 0, 0, 0xa5, 0x5a, 0xc3, 0x3c},
 	version:    lineageVersion,
 	headerSize: uint32(unsafe.Sizeof(lineageHeader{})),
-	ptrSize:    uint32(unsafe.Sizeof(uintptr(0))),
+	ptrSize:    goarch.PtrSize,
 	regionSize: uint32(unsafe.Sizeof(lineageRegion{})),
 
 	offRegionSeq:   uint32(unsafe.Offsetof(lineageRegion{}.seq)),
@@ -164,23 +196,79 @@ var lineageABI = lineageHeader{
 	offRegionState: uint32(unsafe.Offsetof(lineageRegion{}.state)),
 
 	offRecSeq:        uint32(unsafe.Offsetof(lineageRecord{}.seq)),
+	offRecG:          uint32(unsafe.Offsetof(lineageRecord{}.g)),
 	offRecGoid:       uint32(unsafe.Offsetof(lineageRecord{}.goid)),
-	offRecStartpc:    uint32(unsafe.Offsetof(lineageRecord{}.startpc)),
-	offRecGopc:       uint32(unsafe.Offsetof(lineageRecord{}.gopc)),
 	offRecParentGoid: uint32(unsafe.Offsetof(lineageRecord{}.parentGoid)),
 	offRecNanc:       uint32(unsafe.Offsetof(lineageRecord{}.nanc)),
 	offRecNstk:       uint32(unsafe.Offsetof(lineageRecord{}.nstk)),
 	offRecFlags:      uint32(unsafe.Offsetof(lineageRecord{}.flags)),
 	offRecDepth:      uint32(unsafe.Offsetof(lineageRecord{}.depth)),
+	offRecSite:       uint32(unsafe.Offsetof(lineageRecord{}.site)),
 	offRecAnc:        uint32(unsafe.Sizeof(lineageRecord{})),
 	ancSize:          uint32(unsafe.Sizeof(lineageAnc{})),
-	offAncGoid:       uint32(unsafe.Offsetof(lineageAnc{}.goid)),
-	offAncStartpc:    uint32(unsafe.Offsetof(lineageAnc{}.startpc)),
+	offAncStart:      uint32(unsafe.Offsetof(lineageAnc{}.start)),
 	offAncGopc:       uint32(unsafe.Offsetof(lineageAnc{}.gopc)),
 
 	offGM:      uint32(unsafe.Offsetof(g{}.m)),
 	offMRegion: uint32(unsafe.Offsetof(m{}.lineage)),
 	offGRecord: uint32(unsafe.Offsetof(g{}.lineage)),
+
+	nWaitReasons: uint32(len(waitReasonStrings)),
+	stringSize:   2 * goarch.PtrSize,
+
+	blockHeaderSize: uint32(unsafe.Sizeof(lineageBlock{})),
+	offBlockNext:    uint32(unsafe.Offsetof(lineageBlock{}.next)),
+	offBlockNrec:    uint32(unsafe.Offsetof(lineageBlock{}.nrec)),
+	offBlockUsed:    uint32(unsafe.Offsetof(lineageBlock{}.used)),
+
+	offGGoid:        uint32(unsafe.Offsetof(g{}.goid)),
+	offGStatus:      uint32(unsafe.Offsetof(g{}.atomicstatus)),
+	offGTransitions: uint32(unsafe.Offsetof(g{}.fpprof) + unsafe.Offsetof(g{}.fpprof.transitions)),
+	offGWaitReason:  uint32(unsafe.Offsetof(g{}.waitreason)),
+	offGWaitSince:   uint32(unsafe.Offsetof(g{}.waitsince)),
+	offGSchedSP:     uint32(unsafe.Offsetof(g{}.sched) + unsafe.Offsetof(g{}.sched.sp)),
+	offGSchedPC:     uint32(unsafe.Offsetof(g{}.sched) + unsafe.Offsetof(g{}.sched.pc)),
+	offGSchedBP:     uint32(unsafe.Offsetof(g{}.sched) + unsafe.Offsetof(g{}.sched.bp)),
+	offGSyscallSP:   uint32(unsafe.Offsetof(g{}.syscallsp)),
+	offGSyscallPC:   uint32(unsafe.Offsetof(g{}.syscallpc)),
+	offGSyscallBP:   uint32(unsafe.Offsetof(g{}.syscallbp)),
+	offGStackLo:     uint32(unsafe.Offsetof(g{}.stack) + unsafe.Offsetof(g{}.stack.lo)),
+	offGStackHi:     uint32(unsafe.Offsetof(g{}.stack) + unsafe.Offsetof(g{}.stack.hi)),
+	offGWaiting:     uint32(unsafe.Offsetof(g{}.waiting)),
+	// The sudog's pointers are maybeTraceablePtrs; vu holds the address
+	// whether or not the pointer is traced.
+	offSudogWaitlink: uint32(unsafe.Offsetof(sudog{}.waitlink)),
+	offSudogElem:     uint32(unsafe.Offsetof(sudog{}.elem) + unsafe.Offsetof(sudog{}.elem.vu)),
+	offSudogC:        uint32(unsafe.Offsetof(sudog{}.c) + unsafe.Offsetof(sudog{}.c.vu)),
+	offSudogIsSelect: uint32(unsafe.Offsetof(sudog{}.isSelect)),
+
+	statusScan: _Gscan,
+	// Every index is listed: one left out would read as status code 0
+	// (idle). A runtime status added after _Gdeadextra needs its code.
+	statusMap: [16]uint8{
+		_Gidle:            lineageStatusIdle,
+		_Grunnable:        lineageStatusRunnable,
+		_Grunning:         lineageStatusRunning,
+		_Gsyscall:         lineageStatusSyscall,
+		_Gwaiting:         lineageStatusWaiting,
+		_Gmoribund_unused: lineageStatusUnknown,
+		_Gdead:            lineageStatusDead,
+		_Genqueue_unused:  lineageStatusUnknown,
+		_Gcopystack:       lineageStatusCopystack,
+		_Gpreempted:       lineageStatusPreempted,
+		_Gleaked:          lineageStatusLeaked,
+		_Gdeadextra:       lineageStatusDead,
+		_Gdeadextra + 1:   lineageStatusUnknown,
+		_Gdeadextra + 2:   lineageStatusUnknown,
+		_Gdeadextra + 3:   lineageStatusUnknown,
+		_Gdeadextra + 4:   lineageStatusUnknown,
+	},
+
+	offGLabels:    uint32(unsafe.Offsetof(g{}.labels)),
+	offLabelsList: uint32(unsafe.Offsetof(label.Set{}.List)),
+	labelSize:     uint32(unsafe.Sizeof(label.Label{})),
+	offLabelKey:   uint32(unsafe.Offsetof(label.Label{}.Key)),
+	offLabelValue: uint32(unsafe.Offsetof(label.Label{}.Value)),
 }
 
 var (
@@ -191,6 +279,9 @@ var (
 	lineageDepth    uint32 // copy of GODEBUG lineage, fixed at startup
 	lineageStack    uint32 // copy of GODEBUG lineagestack, fixed at startup
 	lineageRecSize  uintptr
+	// lineageMainStart is the site start of the main goroutine, which
+	// ends an ancestry (lineageAncestry).
+	lineageMainStart uint32
 )
 
 // lineageinit fills in the run-time part of the header. Called from schedinit
@@ -209,6 +300,8 @@ func lineageinit() {
 	h.recordSize = h.offRecStack + 8*lineageStack
 	lineageRecSize = uintptr(h.recordSize)
 	h.self = uint64(uintptr(unsafe.Pointer(h)))
+	h.textBase = uint64(firstmoduledata.text)
+	lineageMainStart = lineageTextOff(abi.FuncPCABIInternal(main))
 	flags := uint32(lineageReady)
 	if d > 0 {
 		flags |= lineageRecords
@@ -281,8 +374,11 @@ func lineageNewRegion(mp *m) {
 	} else {
 		r = (*lineageRegion)(lineageLowAlloc(unsafe.Sizeof(lineageRegion{}), 64))
 		r.next = lineageABI.regions
-		atomic.Store64(&lineageABI.regions, uint64(uintptr(unsafe.Pointer(r))))
+		// nregions first, as for blocks (lineageNewBlock): a reader
+		// that reads the head and then the count never finds more
+		// regions on the list than the count says.
 		atomic.Xadd64(&lineageABI.nregions, 1)
+		atomic.Store64(&lineageABI.regions, uint64(uintptr(unsafe.Pointer(r))))
 	}
 	unlock(&lineageLock)
 	mp.lineage = r
@@ -346,6 +442,29 @@ func (r *lineageRecord) ancs() *[lineageMaxLimit]lineageAnc {
 	return (*[lineageMaxLimit]lineageAnc)(add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{})))
 }
 
+// lineageTextOff returns pc as a site offset: pc - lineageABI.textBase, or
+// 0 (unknown) for no PC or a PC outside [textBase, textBase+4GiB), code of
+// a plugin or of a shared library.
+//
+//go:nosplit
+func lineageTextOff(pc uintptr) uint32 {
+	d := uint64(pc) - lineageABI.textBase
+	if d>>32 != 0 {
+		return 0
+	}
+	return uint32(d)
+}
+
+// lineageTextPC is the PC of site offset off, or 0 if it is unknown.
+//
+//go:nosplit
+func lineageTextPC(off uint32) uintptr {
+	if off == 0 {
+		return 0
+	}
+	return uintptr(lineageABI.textBase + uint64(off))
+}
+
 func (r *lineageRecord) stack() *[lineageMaxLimit]uint64 {
 	return (*[lineageMaxLimit]uint64)(add(unsafe.Pointer(r), uintptr(lineageABI.offRecStack)))
 }
@@ -357,8 +476,7 @@ func lineageExtraG(gp *g) {
 	}
 	r := lineageAllocRecord(gp.m, gp)
 	r.goid = gp.goid
-	r.startpc = uint64(gp.startpc)
-	r.gopc = uint64(gp.gopc)
+	r.site = lineageAnc{lineageTextOff(gp.startpc), lineageTextOff(gp.gopc)}
 	r.flags = lineageCgoCallback
 	atomic.Store64(&r.seq, 2)
 	gp.lineage = r
@@ -371,8 +489,8 @@ func lineageExtraG(gp *g) {
 // creation stacks, a creator with a record, a g struct with a record or
 // room in the M's block for one) with no call and no locked instruction on
 // amd64 (see lineageSeqBegin). The ancestors are one contiguous block, the
-// parent's own entry and its first ancestors, copied two entries (three
-// 16-byte moves) at a time.
+// parent's own site and its first ancestors' sites, copied two 8-byte
+// entries (one 16-byte move) at a time.
 //
 //go:nosplit
 func lineageNewg(newg, callergp *g, callerpc uintptr) bool {
@@ -411,43 +529,39 @@ again:
 		if depth == 0 {
 			depth-- // saturate
 		}
-		c := lineageCounts{
-			nanc:  min(p.nanc+1, lineageDepth),
-			flags: p.flags & lineageParentUnknown,
-			depth: depth,
+		// Field by field: a lineageCounts value would need a frame.
+		nanc := uint16(min(uint32(p.nanc)+1, lineageDepth))
+		flags := p.flags & lineageParentUnknown
+		if depth > uint32(nanc) {
+			flags |= lineageAncTruncated
 		}
-		if c.depth > c.nanc {
-			c.flags |= lineageAncTruncated
-		}
-		p.child = c
+		p.child.depth = depth
+		p.child.flags = flags
+		p.child.nanc = nanc
 	}
 	s := r.seq
 	lineageSeqBegin(&r.seq, s)
 	r.goid = newg.goid
-	r.startpc = uint64(newg.startpc)
-	r.gopc = uint64(callerpc)
 	r.parentGoid = callergp.goid
-	// (16-byte moves: a struct copy would move 8 bytes at a time.)
-	*(*[2]uint64)(unsafe.Pointer(&r.lineageCounts)) = *(*[2]uint64)(unsafe.Pointer(&p.child))
+	r.lineageCounts = p.child
 	r.child.nanc = 0
+	r.site = lineageAnc{lineageTextOff(newg.startpc), lineageTextOff(callerpc)}
 	nanc := r.nanc
 	// unsafe.Add rather than add, whose inline marks would cost an
 	// instruction each.
 	d := unsafe.Add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{}))
-	src := unsafe.Pointer(&p.goid)
+	src := unsafe.Pointer(&p.site)
 	const pair = 2 * unsafe.Sizeof(lineageAnc{})
 	end := unsafe.Add(d, uintptr(nanc/2)*pair)
 	for d != end {
-		// (A 48-byte array copy would call memmove.)
+		// (16-byte moves: an array copy would move 8 bytes at a time
+		// or call memmove.)
 		*(*[2]uint64)(d) = *(*[2]uint64)(src)
-		*(*[2]uint64)(unsafe.Add(d, 16)) = *(*[2]uint64)(unsafe.Add(src, 16))
-		*(*[2]uint64)(unsafe.Add(d, 32)) = *(*[2]uint64)(unsafe.Add(src, 32))
 		d = unsafe.Add(d, pair)
 		src = unsafe.Add(src, pair)
 	}
 	if nanc&1 != 0 {
-		*(*[2]uint64)(d) = *(*[2]uint64)(src)
-		*(*uint64)(unsafe.Add(d, 16)) = *(*uint64)(unsafe.Add(src, 16))
+		*(*uint64)(d) = *(*uint64)(src)
 	}
 	lineageSeqEnd(&r.seq, s+2)
 	return lineageNoStacks
@@ -475,15 +589,14 @@ func lineageNewgSlow(newg, callergp *g, callerpc uintptr) {
 		s := r.seq
 		lineageSeqBegin(&r.seq, s)
 		r.goid = newg.goid
-		r.startpc = uint64(newg.startpc)
-		r.gopc = uint64(callerpc)
+		r.site = lineageAnc{lineageTextOff(newg.startpc), lineageTextOff(callerpc)}
 		r.parentGoid = pgoid
-		var nanc, depth, flags uint32
+		var c lineageCounts
 		if pgoid != 0 {
-			r.ancs()[0] = lineageAnc{goid: pgoid, startpc: uint64(callergp.startpc), gopc: uint64(callergp.gopc)}
-			nanc, depth, flags = 1, 1, lineageParentUnknown
+			r.ancs()[0] = lineageAnc{lineageTextOff(callergp.startpc), lineageTextOff(callergp.gopc)}
+			c = lineageCounts{nanc: 1, flags: lineageParentUnknown, depth: 1}
 		}
-		r.lineageCounts = lineageCounts{nanc: nanc, flags: flags, depth: depth}
+		r.lineageCounts = c
 		r.child.nanc = 0
 		lineageSeqEnd(&r.seq, s+2)
 	}
@@ -506,7 +619,7 @@ func lineageNewgSlow(newg, callergp *g, callerpc uintptr) {
 // lineageStackTruncated added when the stack was cut.
 //
 //go:noinline
-func lineageNewgStack(r *lineageRecord, callergp *g, callerpc uintptr, flags uint32) (uint32, uint32) {
+func lineageNewgStack(r *lineageRecord, callergp *g, callerpc uintptr, flags uint16) (uint16, uint16) {
 	var buf [lineageMaxLimit + lineageSkip]uintptr
 	var n int
 	if !tracefpunwindoff() && !getg().m.fpUnwindNeedsCgoTraceback() && !fpUnwindPanicking(callergp) {
@@ -529,7 +642,7 @@ func lineageNewgStack(r *lineageRecord, callergp *g, callerpc uintptr, flags uin
 	for j, pc := range pcs {
 		st[j] = uint64(pc)
 	}
-	return uint32(len(pcs)), flags
+	return uint16(len(pcs)), flags
 }
 
 func lineageFind(pcs []uintptr, pc uintptr) int {

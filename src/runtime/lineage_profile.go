@@ -86,27 +86,29 @@ func lineageAncestry(gp *g, buf []uintptr) int {
 		return 0
 	}
 	r := gp.lineage
-	if r == nil || r.goid != gp.goid || r.goid == 1 || r.gopc == 0 || r.flags&lineageCgoCallback != 0 {
+	if r == nil || r.goid != gp.goid || r.goid == 1 || r.site.gopc == 0 || r.flags&lineageCgoCallback != 0 {
 		return 0
 	}
 	n := 0
-	if nstk := min(r.nstk, lineageStack); nstk > 0 {
+	if nstk := min(uint32(r.nstk), lineageStack); nstk > 0 {
 		st := r.stack()
 		for i := uint32(0); i < nstk && n < len(buf); i++ {
 			buf[n] = uintptr(st[i])
 			n++
 		}
 	} else if n < len(buf) {
-		buf[n] = uintptr(r.gopc)
+		buf[n] = lineageTextPC(r.site.gopc)
 		n++
 	}
 	ancs := r.ancs()
-	for i := uint32(0); i < min(r.nanc, lineageDepth) && n < len(buf); i++ {
+	for i := uint32(0); i < min(uint32(r.nanc), lineageDepth) && n < len(buf); i++ {
 		a := &ancs[i]
-		if a.goid == 1 || a.gopc == 0 {
-			break // the main goroutine, or one the runtime started, ends the chain
+		if a.start == lineageMainStart || a.gopc == 0 {
+			// The main goroutine, or one the runtime started (or
+			// out of the text's reach), ends the chain.
+			break
 		}
-		buf[n] = uintptr(a.gopc)
+		buf[n] = lineageTextPC(a.gopc)
 		n++
 	}
 	return n

@@ -11,7 +11,7 @@
 //
 //   - Records are handed out from blocks of lineageBlockRecords records in
 //     persistent memory. A block is linked once, at the head of the list
-//     lineageABI.reg.blocks, and never freed or unlinked; a block's used
+//     lineageABI.blocks, and never freed or unlinked; a block's used
 //     count only grows. Records [0, used) of a block each belong to one g
 //     struct for the life of the process (g structs are never freed), and
 //     the record names it (record.g).
@@ -42,7 +42,6 @@
 package runtime
 
 import (
-	"internal/goarch"
 	"internal/runtime/atomic"
 	"internal/runtime/sys"
 	"unsafe"
@@ -68,29 +67,6 @@ const (
 	lineageStatusUnknown = 0xff
 )
 
-// lineageRegistryHeader is the registry's part of the header, appended after
-// the version 1 fields (header_size tells a reader it is there).
-type lineageRegistryHeader struct {
-	blocks  uint64 // *lineageBlock, head of the block list; set at run time
-	nblocks uint64 // blocks ever linked; set at run time
-
-	blockHeaderSize, offBlockNext, offBlockNrec, offBlockUsed uint32
-
-	offRecG uint32
-
-	offGGoid, offGStatus, offGTransitions, offGWaitReason, offGWaitSince uint32
-	offGSchedSP, offGSchedPC, offGSchedBP                                uint32
-	offGSyscallSP, offGSyscallPC, offGSyscallBP                          uint32
-	offGStackLo, offGStackHi, offGWaiting                                uint32
-	offSudogWaitlink, offSudogElem, offSudogC, offSudogIsSelect          uint32
-
-	statusScan   uint32    // bit set in the status while the g is being scanned
-	statusMap    [16]uint8 // ABI status code of each runtime status value
-	waitReasons  uint64    // address of the wait reason strings, each a (ptr, len) pair
-	nWaitReasons uint32
-	stringSize   uint32 // size of one (ptr, len) pair
-}
-
 // lineageBlock heads a block of records. The records follow it, each
 // lineageABI.recordSize bytes.
 type lineageBlock struct {
@@ -101,59 +77,10 @@ type lineageBlock struct {
 	_    [48]byte
 }
 
-// lineageRegistryInit fills in the static part of the registry header.
+// lineageRegistryInit fills in the run-time part of the registry header.
 // Called from lineageinit.
 func lineageRegistryInit(h *lineageHeader) {
-	var gp g
-	var s sudog
-	reg := &h.reg
-	reg.blockHeaderSize = uint32(unsafe.Sizeof(lineageBlock{}))
-	reg.offBlockNext = uint32(unsafe.Offsetof(lineageBlock{}.next))
-	reg.offBlockNrec = uint32(unsafe.Offsetof(lineageBlock{}.nrec))
-	reg.offBlockUsed = uint32(unsafe.Offsetof(lineageBlock{}.used))
-	reg.offRecG = uint32(unsafe.Offsetof(lineageRecord{}.g))
-	reg.offGGoid = uint32(unsafe.Offsetof(gp.goid))
-	reg.offGStatus = uint32(unsafe.Offsetof(gp.atomicstatus))
-	reg.offGTransitions = uint32(unsafe.Offsetof(gp.fpprof) + unsafe.Offsetof(gp.fpprof.transitions))
-	reg.offGWaitReason = uint32(unsafe.Offsetof(gp.waitreason))
-	reg.offGWaitSince = uint32(unsafe.Offsetof(gp.waitsince))
-	sched := unsafe.Offsetof(gp.sched)
-	reg.offGSchedSP = uint32(sched + unsafe.Offsetof(gp.sched.sp))
-	reg.offGSchedPC = uint32(sched + unsafe.Offsetof(gp.sched.pc))
-	reg.offGSchedBP = uint32(sched + unsafe.Offsetof(gp.sched.bp))
-	reg.offGSyscallSP = uint32(unsafe.Offsetof(gp.syscallsp))
-	reg.offGSyscallPC = uint32(unsafe.Offsetof(gp.syscallpc))
-	reg.offGSyscallBP = uint32(unsafe.Offsetof(gp.syscallbp))
-	reg.offGStackLo = uint32(unsafe.Offsetof(gp.stack) + unsafe.Offsetof(gp.stack.lo))
-	reg.offGStackHi = uint32(unsafe.Offsetof(gp.stack) + unsafe.Offsetof(gp.stack.hi))
-	reg.offGWaiting = uint32(unsafe.Offsetof(gp.waiting))
-	reg.offSudogWaitlink = uint32(unsafe.Offsetof(s.waitlink))
-	// The sudog's pointers are maybeTraceablePtrs; vu holds the address
-	// whether or not the pointer is traced.
-	reg.offSudogElem = uint32(unsafe.Offsetof(s.elem) + unsafe.Offsetof(s.elem.vu))
-	reg.offSudogC = uint32(unsafe.Offsetof(s.c) + unsafe.Offsetof(s.c.vu))
-	reg.offSudogIsSelect = uint32(unsafe.Offsetof(s.isSelect))
-	reg.statusScan = _Gscan
-	for i := range reg.statusMap {
-		reg.statusMap[i] = lineageStatusUnknown
-	}
-	for _, c := range [...]struct{ v, c uint8 }{
-		{_Gidle, lineageStatusIdle},
-		{_Grunnable, lineageStatusRunnable},
-		{_Grunning, lineageStatusRunning},
-		{_Gsyscall, lineageStatusSyscall},
-		{_Gwaiting, lineageStatusWaiting},
-		{_Gdead, lineageStatusDead},
-		{_Gdeadextra, lineageStatusDead},
-		{_Gcopystack, lineageStatusCopystack},
-		{_Gpreempted, lineageStatusPreempted},
-		{_Gleaked, lineageStatusLeaked},
-	} {
-		reg.statusMap[c.v] = c.c
-	}
-	reg.waitReasons = uint64(uintptr(unsafe.Pointer(&waitReasonStrings)))
-	reg.nWaitReasons = uint32(len(waitReasonStrings))
-	reg.stringSize = uint32(2 * goarch.PtrSize)
+	h.waitReasons = uint64(uintptr(unsafe.Pointer(&waitReasonStrings)))
 }
 
 // lineageAllocRecord hands out a record for gp from the block of mp's
@@ -199,11 +126,11 @@ func lineageNewBlock() *lineageBlock {
 	b := (*lineageBlock)(lineageLowAlloc(size, 64))
 	b.nrec = lineageBlockRecords
 	lock(&lineageLock)
-	b.next = lineageABI.reg.blocks
+	b.next = lineageABI.blocks
 	// nblocks first: a reader that reads blocks and then nblocks never
 	// finds more blocks on the list than nblocks says.
-	atomic.Xadd64(&lineageABI.reg.nblocks, 1)
-	atomic.Store64(&lineageABI.reg.blocks, uint64(uintptr(unsafe.Pointer(b))))
+	atomic.Xadd64(&lineageABI.nblocks, 1)
+	atomic.Store64(&lineageABI.blocks, uint64(uintptr(unsafe.Pointer(b))))
 	unlock(&lineageLock)
 	return b
 }

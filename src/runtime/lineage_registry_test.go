@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"runtime/testdata/lineageabi"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,28 +35,28 @@ type linReg struct {
 	nReasons, strSize                          uint32
 }
 
-const linRegBase = 208 // the registry fields follow the version 1 header
-
 func readLinReg(t *testing.T, h linHdr) linReg {
 	t.Helper()
-	if hs := peek32(h.addr + 20); hs < linRegBase+144 {
-		t.Fatalf("header_size %d: no registry", hs)
-	}
 	if h.flags&(1<<4) == 0 {
 		t.Fatalf("registry flag not set: flags %#x", h.flags)
 	}
-	a := h.addr + linRegBase
+	a := h.addr
 	u := func(off uintptr) uint32 { return peek32(a + off) }
 	r := linReg{
-		blocks: peek64(a), nblocks: peek64(a + 8),
-		blockHdr: u(16), bNext: u(20), bNrec: u(24), bUsed: u(28), rG: u(32),
-		gGoid: u(36), gStatus: u(40), gTrans: u(44), gWait: u(48), gSince: u(52),
-		gSchedSP: u(56), gSchedPC: u(60), gSchedBP: u(64),
-		gSysSP: u(68), gSysPC: u(72), gSysBP: u(76), gLo: u(80), gHi: u(84), gWaiting: u(88),
-		sWaitlink: u(92), sElem: u(96), sC: u(100), sIsSelect: u(104), scan: u(108),
-		reasons: uintptr(peek64(a + 128)), nReasons: u(136), strSize: u(140),
+		blocks: peek64(a + lineageabi.OffBlocks), nblocks: peek64(a + lineageabi.OffNBlocks),
+		blockHdr: u(lineageabi.OffBlockHdrSize), bNext: u(lineageabi.OffBlockNext), bNrec: u(lineageabi.OffBlockNrec),
+		bUsed: u(lineageabi.OffBlockUsed), rG: u(lineageabi.OffRecG),
+		gGoid: u(lineageabi.OffGGoid), gStatus: u(lineageabi.OffGStatus), gTrans: u(lineageabi.OffGTransitions),
+		gWait: u(lineageabi.OffGWaitReason), gSince: u(lineageabi.OffGWaitSince),
+		gSchedSP: u(lineageabi.OffGSchedSP), gSchedPC: u(lineageabi.OffGSchedPC), gSchedBP: u(lineageabi.OffGSchedBP),
+		gSysSP: u(lineageabi.OffGSyscallSP), gSysPC: u(lineageabi.OffGSyscallPC), gSysBP: u(lineageabi.OffGSyscallBP),
+		gLo: u(lineageabi.OffGStackLo), gHi: u(lineageabi.OffGStackHi), gWaiting: u(lineageabi.OffGWaiting),
+		sWaitlink: u(lineageabi.OffSudogWaitlink), sElem: u(lineageabi.OffSudogElem), sC: u(lineageabi.OffSudogC),
+		sIsSelect: u(lineageabi.OffSudogIsSelect), scan: u(lineageabi.OffStatusScan),
+		reasons: uintptr(peek64(a + lineageabi.OffWaitReasons)), nReasons: u(lineageabi.OffNWaitReasons),
+		strSize: u(lineageabi.OffStringSize),
 	}
-	copy(r.statusMap[:], unsafe.Slice((*byte)(unsafe.Pointer(a+112)), 16))
+	copy(r.statusMap[:], unsafe.Slice((*byte)(unsafe.Pointer(a+lineageabi.OffStatusMap)), 16))
 	return r
 }
 
@@ -475,10 +476,7 @@ func TestLineageRegistryFanOut(t *testing.T) {
 			t.Errorf("goroutine %d is in the registry %d times, want 1", id, c)
 		}
 	}
-	want := me.chain
-	if len(want) > int(h.maxDepth) {
-		want = want[:h.maxDepth]
-	}
+	want := h.childAncestors(me.chain)
 	for _, f := range recs {
 		r, g := f.rec, f.g
 		if r.chain[0].goid != g.goid || g.recGoid != g.goid {

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/testdata/lineageabi"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,17 +29,18 @@ var (
 	peek32 = lineageabi.P32
 )
 
-// linHdr holds the header fields a reader uses, by the v1 offsets.
+// linHdr holds the header fields a reader uses, by the version 2 offsets.
 type linHdr struct {
-	addr                                             uintptr
-	flags                                            uint32
-	regions, nregions                                uint64
-	maxDepth, maxStack, recordSize                   uint32
-	rSeq, rTid, rCur, rNext, rState                  uint32
-	cSeq, cGoid, cStart, cGopc, cParent              uint32
-	cNanc, cNstk, cFlags, cDepth, cAnc               uint32
-	aSize, aGoid, aStart, aGopc, cStack, gM, mRegion uint32
-	tlsG                                             int64
+	addr                                      uintptr
+	flags                                     uint32
+	regions, nregions                         uint64
+	maxDepth, maxStack, recordSize            uint32
+	rSeq, rTid, rCur, rNext, rState           uint32
+	cSeq, cGoid, cSite, cParent               uint32
+	cNanc, cNstk, cFlags, cDepth, cAnc        uint32
+	aSize, aStart, aGopc, cStack, gM, mRegion uint32
+	tlsG                                      int64
+	textBase                                  uint64
 }
 
 func readLinHdr(t *testing.T) linHdr {
@@ -47,31 +49,37 @@ func readLinHdr(t *testing.T) linHdr {
 	if string(unsafe.Slice((*byte)(unsafe.Pointer(a)), 16)) != lineageabi.Magic {
 		t.Fatalf("bad magic")
 	}
-	if v := peek32(a + 16); v != 1 {
+	if v := peek32(a + lineageabi.OffVersion); v != lineageabi.Version {
 		t.Fatalf("version %d", v)
 	}
-	if hs := peek32(a + 20); hs < 208 {
+	if hs := peek32(a + lineageabi.OffHeaderSize); hs != lineageabi.HeaderSize {
 		t.Fatalf("header_size %d", hs)
 	}
 	u := func(off uintptr) uint32 { return peek32(a + off) }
 	h := linHdr{
-		addr: a, flags: u(28), regions: peek64(a + 40), nregions: peek64(a + 48),
-		maxDepth: u(56), maxStack: u(60), recordSize: u(64),
-		rSeq: u(72), rTid: u(76), rCur: u(80), rNext: u(84), rState: u(92),
-		cSeq: u(96), cGoid: u(100), cStart: u(104), cGopc: u(108), cParent: u(112),
-		cNanc: u(116), cNstk: u(120), cFlags: u(124), cDepth: u(128), cAnc: u(132),
-		aSize: u(136), aGoid: u(140), aStart: u(144), aGopc: u(148), cStack: u(152),
-		gM: u(156), mRegion: u(160), tlsG: int64(peek64(a + 168)),
+		addr: a, flags: u(lineageabi.OffFlags),
+		regions: peek64(a + lineageabi.OffRegions), nregions: peek64(a + lineageabi.OffNRegions),
+		maxDepth: u(lineageabi.OffMaxDepth), maxStack: u(lineageabi.OffMaxStack), recordSize: u(lineageabi.OffRecordSize),
+		rSeq: u(lineageabi.OffRegionSeq), rTid: u(lineageabi.OffRegionTid), rCur: u(lineageabi.OffRegionCur),
+		rNext: u(lineageabi.OffRegionNext), rState: u(lineageabi.OffRegionState),
+		cSeq: u(lineageabi.OffRecSeq), cGoid: u(lineageabi.OffRecGoid), cSite: u(lineageabi.OffRecSite),
+		cParent: u(lineageabi.OffRecParentGoid), cNanc: u(lineageabi.OffRecNanc), cNstk: u(lineageabi.OffRecNstk),
+		cFlags: u(lineageabi.OffRecFlags), cDepth: u(lineageabi.OffRecDepth), cAnc: u(lineageabi.OffRecAnc),
+		aSize: u(lineageabi.OffAncSize), aStart: u(lineageabi.OffAncStart), aGopc: u(lineageabi.OffAncGopc),
+		cStack: u(lineageabi.OffRecStack), gM: u(lineageabi.OffGM), mRegion: u(lineageabi.OffMRegion),
+		tlsG: int64(peek64(a + lineageabi.OffTLSG)), textBase: peek64(a + lineageabi.OffTextBase),
 	}
 	if h.flags&1 == 0 {
 		t.Fatalf("header not READY: flags %#x", h.flags)
 	}
-	if peek64(a+32) != uint64(a) {
-		t.Fatalf("self %#x, want %#x", peek64(a+32), a)
+	if peek64(a+lineageabi.OffSelf) != uint64(a) {
+		t.Fatalf("self %#x, want %#x", peek64(a+lineageabi.OffSelf), a)
 	}
 	return h
 }
 
+// linEntry is a goroutine of a chain. Only the record's own goroutine and
+// its parent have a goid: the ancestor entries beyond carry none (0 here).
 type linEntry struct{ goid, startpc, gopc uint64 }
 
 type linRec struct {
@@ -93,6 +101,29 @@ func (h *linHdr) readRec(t *testing.T, r uintptr) linRec {
 	return rec
 }
 
+// pc turns a site offset into a PC: text_base + off, 0 if unknown.
+func (h *linHdr) pc(off uint32) uint64 {
+	if off == 0 {
+		return 0
+	}
+	return h.textBase + uint64(off)
+}
+
+// entry reads the site entry at e.
+func (h *linHdr) entry(goid uint64, e uintptr) linEntry {
+	return linEntry{goid, h.pc(peek32(e + uintptr(h.aStart))), h.pc(peek32(e + uintptr(h.aGopc)))}
+}
+
+// childAncestors returns the ancestors a child of the goroutine with chain
+// has: its chain, cut to max_depth, with no goid beyond the parent.
+func (h *linHdr) childAncestors(chain []linEntry) []linEntry {
+	want := slices.Clone(chain[:min(len(chain), int(h.maxDepth))])
+	for i := 1; i < len(want); i++ {
+		want[i].goid = 0
+	}
+	return want
+}
+
 func (h *linHdr) readRecErr(r uintptr) (linRec, error) {
 	for try := 0; try < 100; try++ {
 		s1 := peek64(r + uintptr(h.cSeq))
@@ -105,16 +136,20 @@ func (h *linHdr) readRecErr(r uintptr) (linRec, error) {
 			continue
 		}
 		b := uintptr(unsafe.Pointer(&buf[0]))
+		p16 := func(off uint32) uint32 { return uint32(lineageabi.P16(b + uintptr(off))) }
 		rec := linRec{addr: r, parent: peek64(b + uintptr(h.cParent)),
-			nstk: peek32(b + uintptr(h.cNstk)), flags: peek32(b + uintptr(h.cFlags)), depth: peek32(b + uintptr(h.cDepth))}
-		rec.chain = append(rec.chain, linEntry{peek64(b + uintptr(h.cGoid)), peek64(b + uintptr(h.cStart)), peek64(b + uintptr(h.cGopc))})
-		nanc := peek32(b + uintptr(h.cNanc))
+			nstk: p16(h.cNstk), flags: p16(h.cFlags), depth: peek32(b + uintptr(h.cDepth))}
+		rec.chain = append(rec.chain, h.entry(peek64(b+uintptr(h.cGoid)), b+uintptr(h.cSite)))
+		nanc := p16(h.cNanc)
 		if nanc > h.maxDepth || rec.nstk > h.maxStack {
 			return rec, fmt.Errorf("record %#x: nanc %d nstk %d over capacity", r, nanc, rec.nstk)
 		}
 		for i := uint32(0); i < nanc; i++ {
-			e := b + uintptr(h.cAnc+i*h.aSize)
-			rec.chain = append(rec.chain, linEntry{peek64(e + uintptr(h.aGoid)), peek64(e + uintptr(h.aStart)), peek64(e + uintptr(h.aGopc))})
+			var goid uint64
+			if i == 0 {
+				goid = rec.parent
+			}
+			rec.chain = append(rec.chain, h.entry(goid, b+uintptr(h.cAnc+i*h.aSize)))
 		}
 		for i := uint32(0); i < rec.nstk; i++ {
 			rec.stack = append(rec.stack, peek64(b+uintptr(h.cStack+8*i)))
@@ -157,10 +192,11 @@ func (h *linHdr) allRegions(t *testing.T) []linRegion {
 
 func (h *linHdr) allRegionsErr() ([]linRegion, error) {
 	var out []linRegion
-	n := peek64(h.addr + 48)
-	r := uintptr(peek64(h.addr + 40))
+	// The head, then the count: the list from that head is never longer.
+	r := uintptr(peek64(h.addr + lineageabi.OffRegions))
+	n := peek64(h.addr + lineageabi.OffNRegions)
 	for i := uint64(0); r != 0; i++ {
-		if i >= n+16 { // regions may be added while we walk
+		if i >= n {
 			return nil, fmt.Errorf("registry longer than nregions %d", n)
 		}
 		out = append(out, h.readRegion(r))
@@ -236,16 +272,16 @@ func needLineage(t *testing.T) linHdr {
 func TestLineageHeader(t *testing.T) {
 	h := readLinHdr(t)
 	want := map[string][2]uint32{
-		"region_size": {peek32(h.addr + 68), 64},
+		"region_size": {peek32(h.addr + lineageabi.OffRegionSize), 64},
 		"rSeq":        {h.rSeq, 0}, "rTid": {h.rTid, 8}, "rCur": {h.rCur, 16}, "rNext": {h.rNext, 24},
-		"rMid": {peek32(h.addr + 88), 32}, "rState": {h.rState, 40},
-		"cSeq": {h.cSeq, 0}, "cParent": {h.cParent, 8}, "cNanc": {h.cNanc, 24}, "cNstk": {h.cNstk, 28},
-		"cFlags": {h.cFlags, 32}, "cDepth": {h.cDepth, 36}, "cGoid": {h.cGoid, 56}, "cStart": {h.cStart, 64},
-		"cGopc": {h.cGopc, 72}, "cAnc": {h.cAnc, 80}, "aSize": {h.aSize, 24},
-		"aGoid": {h.aGoid, 0}, "aStart": {h.aStart, 8}, "aGopc": {h.aGopc, 16},
-		"cStack":     {h.cStack, 80 + 24*h.maxDepth},
-		"recordSize": {h.recordSize, 80 + 24*h.maxDepth + 8*h.maxStack},
-		"ptr_size":   {peek32(h.addr + 24), uint32(unsafe.Sizeof(uintptr(0)))},
+		"rMid": {peek32(h.addr + lineageabi.OffRegionMid), 32}, "rState": {h.rState, 40},
+		"cSeq": {h.cSeq, 0}, "cG": {peek32(h.addr + lineageabi.OffRecG), 8}, "cGoid": {h.cGoid, 16},
+		"cParent": {h.cParent, 24}, "cNanc": {h.cNanc, 32}, "cNstk": {h.cNstk, 34},
+		"cFlags": {h.cFlags, 36}, "cDepth": {h.cDepth, 40}, "cSite": {h.cSite, 56},
+		"cAnc": {h.cAnc, 64}, "aSize": {h.aSize, 8}, "aStart": {h.aStart, 0}, "aGopc": {h.aGopc, 4},
+		"cStack":     {h.cStack, 64 + 8*h.maxDepth},
+		"recordSize": {h.recordSize, 64 + 8*h.maxDepth + 8*h.maxStack},
+		"ptr_size":   {peek32(h.addr + lineageabi.OffPtrSize), uint32(unsafe.Sizeof(uintptr(0)))},
 	}
 	for k, v := range want {
 		if v[0] != v[1] {
@@ -255,8 +291,62 @@ func TestLineageHeader(t *testing.T) {
 	if h.maxDepth != 8 && !strings.Contains(os.Getenv("GODEBUG"), "lineage") {
 		t.Errorf("default max_depth %d, want 8", h.maxDepth)
 	}
+	if h.maxDepth == 8 && h.maxStack == 0 && h.recordSize > 128 {
+		t.Errorf("record_size %d at the default depth, want at most 128", h.recordSize)
+	}
 	if h.nregions == 0 || h.regions == 0 {
 		t.Errorf("empty registry")
+	}
+	if text := runtime.LineageTextStart(); h.textBase != uint64(text) || text == 0 {
+		t.Errorf("text_base %#x, want the text start %#x", h.textBase, text)
+	}
+}
+
+// The header in the executable file equals the header in memory but for the
+// run-time fields (doc/lineage-abi.md's *[rt]* marks, lineageabi.RunTime),
+// and every offset and size a reader needs is in the file.
+func TestLineageHeaderInFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the ELF executable")
+	}
+	h, err := lineageabi.FindInExecutable() // compares file and memory
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file's static part is the memory's (checked above): it must
+	// hold every offset, not zeros. Fields that are 0 by the layout:
+	zero := map[uintptr]bool{
+		lineageabi.OffRegionSeq: true, lineageabi.OffRecSeq: true, lineageabi.OffAncStart: true,
+		lineageabi.OffBlockNext: true, lineageabi.OffLabelsList: true, lineageabi.OffLabelKey: true,
+		lineageabi.OffGStackLo: true,
+	}
+	a := uintptr(h)
+	for off := uintptr(lineageabi.OffVersion); off < lineageabi.OffStatusMap; off += 4 {
+		if lineageabi.IsRunTime(int(off)) || zero[off] || off == 164 {
+			continue
+		}
+		if peek32(a+off) == 0 {
+			t.Errorf("header field at %d is 0", off)
+		}
+	}
+	for off := uintptr(lineageabi.OffGLabels); off <= lineageabi.OffLabelValue; off += 4 {
+		if !zero[off] && peek32(a+off) == 0 {
+			t.Errorf("header field at %d is 0", off)
+		}
+	}
+	// A file header that differs from memory outside the run-time fields
+	// is refused.
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(a)), lineageabi.HeaderSize)
+	file := slices.Clone(mem)
+	for _, f := range lineageabi.RunTime {
+		clear(file[f[0] : f[0]+f[1]])
+	}
+	if err := lineageabi.CompareFile(file, mem); err != nil {
+		t.Fatalf("CompareFile of memory with its run-time fields cleared: %v", err)
+	}
+	file[lineageabi.OffGGoid]++
+	if lineageabi.CompareFile(file, mem) == nil {
+		t.Errorf("CompareFile accepts a changed off_g_goid")
 	}
 }
 
@@ -314,10 +404,14 @@ func TestLineageChain(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	want := []linEntry{{r.goid, lineageFnPC(lineageC), 0}, {gb, lineageFnPC(lineageB), 0}, {ga, lineageFnPC(lineageA), 0}, me.chain[0]}
+	// Beyond the parent, ancestor entries carry no goid.
+	want := []linEntry{{r.goid, lineageFnPC(lineageC), 0}, {gb, lineageFnPC(lineageB), 0}, {0, lineageFnPC(lineageA), 0}, me.chain[0]}
 	want = append(want, me.chain[1:]...)
 	if len(want) > int(h.maxDepth)+1 {
 		want = want[:h.maxDepth+1]
+	}
+	for i := 2; i < len(want); i++ {
+		want[i].goid = 0
 	}
 	if len(r.rec.chain) != len(want) {
 		t.Fatalf("chain %v, want %d entries", r.rec.chain, len(want))
@@ -520,9 +614,15 @@ func TestLineageTruncation(t *testing.T) {
 	if r.depth != me.depth+uint32(n) {
 		t.Errorf("depth %d, want %d", r.depth, me.depth+uint32(n))
 	}
-	for i, e := range r.chain {
-		if want := goids[len(goids)-1-i]; e.goid != want {
-			t.Errorf("chain[%d].goid = %d, want %d", i, e.goid, want)
+	if r.chain[0].goid != goids[len(goids)-1] || r.chain[1].goid != goids[len(goids)-2] {
+		t.Errorf("chain goids %d, %d, want %d, %d", r.chain[0].goid, r.chain[1].goid, goids[len(goids)-1], goids[len(goids)-2])
+	}
+	// The nearest ancestors are kept: all of them, as the goroutine
+	// itself, spawn's goroutines created in spawn (the farthest, level
+	// 1, was created in the test).
+	for i, e := range r.chain[1:] {
+		if e.startpc != r.chain[0].startpc || e.gopc != r.chain[0].gopc || e.gopc == 0 {
+			t.Errorf("chain[%d] = %#x created at %#x, want %#x created at %#x", i+1, e.startpc, e.gopc, r.chain[0].startpc, r.chain[0].gopc)
 		}
 	}
 }
@@ -592,10 +692,7 @@ func TestLineageReusedParent(t *testing.T) {
 		if z.depth != y.depth+1 {
 			t.Errorf("child of a goroutine at depth %d on a reused g has depth %d", y.depth, z.depth)
 		}
-		want := y.chain
-		if len(want) > int(h.maxDepth) {
-			want = want[:h.maxDepth]
-		}
+		want := h.childAncestors(y.chain)
 		if !reflect.DeepEqual(z.chain[1:], want) {
 			t.Errorf("child's ancestors %v, want %v", z.chain[1:], want)
 		}

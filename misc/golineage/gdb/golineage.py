@@ -34,18 +34,23 @@ import gdb
 # checked against the Go reader (misc/internal/lineageabi) by
 # misc/golineage's TestGDBConstantsMatchGo.
 MAGIC = b"\x7fGoLineage\x00\x00\xa5\x5a\xc3\x3c"
-VERSION = 1
-HEADER_V1 = 208
+VERSION = 2
+HEADER_SIZE = 376
 OFF_VERSION = 16  # version, header_size, ptr_size, flags: u32 each
 OFF_SELF = 32  # self, regions, nregions: u64 each
-OFF_MAX_DEPTH = 56  # max_depth .. off_rec_stack: TABLE_U32 u32 fields
-TABLE_U32 = 25
+OFF_MAX_DEPTH = 56  # max_depth, max_stack, record_size: u32 each
+OFF_TABLE = 68  # region_size .. off_g_record: TABLE_U32 u32 fields
+TABLE_U32 = 24
+OFF_TEXT_BASE = 176  # text_base, blocks, nblocks, wait_reasons: u64 each
+OFF_REG_TABLE = 208  # n_wait_reasons .. status_scan: REG_TABLE_U32 u32 fields
+REG_TABLE_U32 = 25
+OFF_STATUS_MAP = 308
 FLAG_READY = 1
 FLAG_REGISTRY = 16
-OFF_REGISTRY = 208  # registry fields (section 13), if header_size >= REGISTRY_END
-REGISTRY_END = 352
+REC_PARENT_UNKNOWN = 4
 REC_CGO_CALLBACK = 8
 RETRIES = 3
+ANON_BASE = 1 << 63  # tree keys of ancestors without a goid
 
 
 def _u32(b, off):
@@ -84,8 +89,9 @@ def _scan_file(path):
     for addr, d in areas:
         i = d.find(MAGIC)
         while i >= 0:
-            if (addr + i) % 8 == 0 and i + HEADER_V1 <= len(d):
-                return addr + i, d[i:i + HEADER_V1], e_entry, e_type == 3
+            if (addr + i) % 8 == 0 and i + OFF_SELF <= len(d):
+                Header(d[i:i + HEADER_SIZE])  # refuses another version
+                return addr + i, d[i:i + HEADER_SIZE], e_entry, e_type == 3
             i = d.find(MAGIC, i + 1)
     raise LineageError("%s has no goroutine lineage ABI header (not built by the fpsafe toolchain)" % path)
 
@@ -96,27 +102,29 @@ class Header(object):
             raise LineageError("bad lineage header magic")
         self.version, self.header_size, self.ptr_size, self.flags = struct.unpack_from("<IIII", b, OFF_VERSION)
         if self.version != VERSION:
-            raise LineageError("lineage ABI version %d not supported (this reader knows %d)" % (self.version, VERSION))
-        if self.header_size < HEADER_V1:
+            raise LineageError("lineage ABI version %d: this reader reads version %d; rebuild the target with this fork's toolchain" % (self.version, VERSION))
+        if self.header_size < HEADER_SIZE or len(b) < HEADER_SIZE:
             raise LineageError("lineage header too small")
         self.self_addr, self.regions, self.nregions = struct.unpack_from("<QQQ", b, OFF_SELF)
-        (self.max_depth, self.max_stack, self.record_size, self.region_size,
-         self.r_seq, self.r_tid, self.r_cur, self.r_next, self.r_mid, self.r_state,
-         self.c_seq, self.c_goid, self.c_startpc, self.c_gopc, self.c_parent,
-         self.c_nanc, self.c_nstk, self.c_flags, self.c_depth, self.c_anc,
-         self.anc_size, self.a_goid, self.a_startpc, self.a_gopc,
-         self.c_stack) = struct.unpack_from("<%dI" % TABLE_U32, b, OFF_MAX_DEPTH)
+        self.max_depth, self.max_stack, self.record_size = struct.unpack_from("<III", b, OFF_MAX_DEPTH)
+        (self.region_size, self.r_seq, self.r_tid, self.r_cur, self.r_next, self.r_mid, self.r_state,
+         self.c_seq, self.c_g, self.c_goid, self.c_parent, self.c_nanc, self.c_nstk, self.c_flags, self.c_depth,
+         self.c_site, self.c_anc, self.anc_size, self.a_start, self.a_gopc,
+         self.c_stack, _, _, _) = struct.unpack_from("<%dI" % TABLE_U32, b, OFF_TABLE)
+        self.text_base, blocks, nblocks, reasons = struct.unpack_from("<QQQQ", b, OFF_TEXT_BASE)
         self.registry = None
-        if self.header_size >= REGISTRY_END and len(b) >= REGISTRY_END and self.flags & FLAG_REGISTRY:
-            r = {}
-            r["blocks"], r["nblocks"] = struct.unpack_from("<QQ", b, OFF_REGISTRY)
-            names = ("blk_hdr", "b_next", "b_nrec", "b_used", "r_g", "g_goid", "g_status", "g_trans",
+        if self.flags & FLAG_REGISTRY:
+            r = {"blocks": blocks, "nblocks": nblocks, "reasons": reasons, "r_g": self.c_g}
+            names = ("nreasons", "strsize", "blk_hdr", "b_next", "b_nrec", "b_used", "g_goid", "g_status", "g_trans",
                      "g_wait", "g_since", "g_sched_sp", "g_sched_pc", "g_sched_bp", "g_sys_sp", "g_sys_pc",
                      "g_sys_bp", "g_lo", "g_hi", "g_waiting", "s_waitlink", "s_elem", "s_c", "s_isselect", "scan")
-            r.update(zip(names, struct.unpack_from("<%dI" % len(names), b, OFF_REGISTRY + 16)))
-            r["status_map"] = b[OFF_REGISTRY + 112:OFF_REGISTRY + 128]
-            r["reasons"], r["nreasons"], r["strsize"] = struct.unpack_from("<QII", b, OFF_REGISTRY + 128)
+            r.update(zip(names, struct.unpack_from("<%dI" % REG_TABLE_U32, b, OFF_REG_TABLE)))
+            r["status_map"] = b[OFF_STATUS_MAP:OFF_STATUS_MAP + 16]
             self.registry = r
+
+    def pc(self, off):
+        """A site or ancestor entry's offset as a PC (0: unknown)."""
+        return self.text_base + off if off else 0
 
 
 class Lineage(object):
@@ -132,9 +140,7 @@ class Lineage(object):
         if pie:
             bias = self._auxv_entry() - entry
         self.addr = vaddr + bias
-        h = Header(self.read(self.addr, HEADER_V1))
-        if h.header_size >= REGISTRY_END:
-            h = Header(self.read(self.addr, REGISTRY_END))
+        h = Header(self.read(self.addr, HEADER_SIZE))
         if not h.flags & FLAG_READY:
             raise LineageError("lineage header not initialized yet (runtime still starting)")
         if h.self_addr != self.addr:
@@ -186,14 +192,17 @@ class Lineage(object):
             b = self.read(addr, h.record_size)
             if _u64(self.read(addr + h.c_seq, 8), 0) != s1 or _u64(b, h.c_seq) != s1:
                 continue
-            nanc, nstk, flags = _u32(b, h.c_nanc), _u32(b, h.c_nstk), _u32(b, h.c_flags)
+            nanc, nstk, flags = [struct.unpack_from("<H", b, o)[0] for o in (h.c_nanc, h.c_nstk, h.c_flags)]
             if nanc > h.max_depth or nstk > h.max_stack:
                 raise LineageError("corrupt lineage record at %#x" % addr)
-            rec = {"goid": _u64(b, h.c_goid), "startpc": _u64(b, h.c_startpc), "gopc": _u64(b, h.c_gopc),
-                   "parent": _u64(b, h.c_parent), "flags": flags, "anc": [], "stack": []}
+            parent = _u64(b, h.c_parent)
+            rec = {"goid": _u64(b, h.c_goid), "startpc": h.pc(_u32(b, h.c_site + h.a_start)),
+                   "gopc": h.pc(_u32(b, h.c_site + h.a_gopc)), "parent": parent, "flags": flags,
+                   "depth": _u32(b, h.c_depth), "anc": [], "stack": []}
             for i in range(nanc):
+                # Only the parent's goid is known (version 2).
                 o = h.c_anc + i * h.anc_size
-                rec["anc"].append((_u64(b, o + h.a_goid), _u64(b, o + h.a_startpc), _u64(b, o + h.a_gopc)))
+                rec["anc"].append((parent if i == 0 else 0, h.pc(_u32(b, o + h.a_start)), h.pc(_u32(b, o + h.a_gopc))))
             for i in range(nstk):
                 rec["stack"].append(_u64(b, h.c_stack + 8 * i))
             return rec
@@ -251,7 +260,7 @@ def goroutines(lin):
                         reason = lin.read(p, ln).decode("utf-8", "replace")
             out.append({"goid": _u64(lin.read(g + r["g_goid"], 8), 0), "parent": rec["parent"],
                         "status": reason or status, "startpc": rec["startpc"],
-                        "ancestors": [a[0] for a in rec["anc"]], "anc": rec["anc"]})
+                        "rec": rec, "anc": rec["anc"]})
         b = _u64(hdr, r["b_next"])
         n += 1
     return sorted(out, key=lambda g: g["goid"])
@@ -292,13 +301,19 @@ def chain(rec):
     if rec["flags"] & REC_CGO_CALLBACK or rec["goid"] == 1 or rec["gopc"] == 0:
         return []
     out = [(rec["goid"], rec["parent"], rec["gopc"], rec["stack"])]
-    anc = rec["anc"]
-    for i, (goid, _, gopc) in enumerate(anc):
-        if goid == 1 or gopc == 0:
+    for i, (goid, _, gopc) in enumerate(rec["anc"]):
+        if gopc == 0 or root(rec, i):
             break
-        parent = anc[i + 1][0] if i + 1 < len(anc) else 0
-        out.append((goid, parent, gopc, []))
+        out.append((goid, 0, gopc, []))  # no goid of the ancestor's creator
     return out
+
+
+def root(rec, i):
+    """Whether ancestor i is at depth 0 (goroutine 1, or one the runtime
+    started): it has no creator to show."""
+    if i == 0 and rec["parent"] == 1:
+        return True
+    return not rec["flags"] & REC_PARENT_UNKNOWN and i + 1 == rec["depth"]
 
 
 def print_name(name):
@@ -637,12 +652,34 @@ does."""
             return
         live = dict((g["goid"], g) for g in gs)
         exited, parent_of, kids = {}, {}, {}
+        # Ancestors beyond a parent have no goid: as golineage tree does,
+        # such an ancestor is the only live goroutine at depth 0 with its
+        # sites, or an anonymous node (a key above every goid) shared by
+        # the ancestors with the same sites as far as the records go.
+        roots, anon = {}, {}
+        for g in gs:
+            if g["rec"]["depth"] == 0:
+                roots.setdefault((g["startpc"], g["rec"]["gopc"]), []).append(g["goid"])
+
+        def anon_id(rec, j):
+            _, start, gopc = rec["anc"][j]
+            if root(rec, j) and len(roots.get((start, gopc), [])) == 1:
+                return roots[(start, gopc)][0]
+            key = tuple(a[1:] for a in rec["anc"][j:])
+            return anon.setdefault(key, ANON_BASE + len(anon))
+
         for g in gs:
             child = g["goid"]
-            for goid, startpc, _ in g["anc"]:
+            for j, (goid, startpc, _) in enumerate(g["anc"]):
+                if j > 0:
+                    if child in live:
+                        break  # a live creator: its own record goes on
+                    goid = anon_id(g["rec"], j)
+                if not goid:
+                    break
                 if goid not in live:
                     exited[goid] = startpc
-                if child not in parent_of and goid:
+                if child not in parent_of:
                     parent_of[child] = goid
                     kids.setdefault(goid, []).append(child)
                 child = goid
@@ -679,11 +716,16 @@ does."""
 
         def walk(goids, depth):
             g = goids[0]
-            if len(goids) > 1:
-                listed = ", ".join(str(k) for k in goids[:3]) + (", ..." if len(goids) > 3 else "")
+            ids = [k for k in goids if k < ANON_BASE]
+            listed = ", ".join(str(k) for k in ids[:3]) + (", ..." if len(ids) > 3 else "")
+            if len(goids) > 1 and ids:
                 print("%sx%d %s [%s] (goroutines %s)" % ("  " * depth, len(goids), name(g), state(g), listed))
-            else:
+            elif len(goids) > 1:
+                print("%sx%d %s [%s]" % ("  " * depth, len(goids), name(g), state(g)))
+            elif ids:
                 print("%sgoroutine %d [%s] %s" % ("  " * depth, g, state(g), name(g)))
+            else:
+                print("%sgoroutine [%s] %s" % ("  " * depth, state(g), name(g)))
             for grp in group([k for i in goids for k in kids.get(i, [])]):
                 walk(grp, depth + 1)
 

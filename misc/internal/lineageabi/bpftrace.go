@@ -27,15 +27,15 @@ func (v *View) BpftraceChain(tp, gReg string) string {
 	w("$cur = $rg != 0 ? *(uint64*)uptr($rg + %d) : 0;", h.OffRegionCur)
 	w("if ($cur != 0) {")
 	w("\t$s1 = *(uint64*)uptr($cur + %d);", h.OffRecSeq)
-	w("\tprintf(\"L R %%lx %%lu %%lu %%lx %%lx %%u %%u %%u %%lu\\n\", $s1, *(uint64*)uptr($rg + %d), *(uint64*)uptr($cur + %d), *(uint64*)uptr($cur + %d), *(uint64*)uptr($cur + %d), *(uint32*)uptr($cur + %d), *(uint32*)uptr($cur + %d), *(uint32*)uptr($cur + %d), *(uint64*)uptr($cur + %d));",
-		h.OffRegionTid, h.OffRecGoid, h.OffRecStartPC, h.OffRecGoPC, h.OffRecNanc, h.OffRecNstk, h.OffRecFlags, h.OffRecParentGoid)
-	w("\t$n = *(uint32*)uptr($cur + %d);", h.OffRecNanc)
+	w("\tprintf(\"L R %%lx %%lu %%lu %%x %%x %%u %%u %%u %%lu %%u %x\\n\", $s1, *(uint64*)uptr($rg + %d), *(uint64*)uptr($cur + %d), *(uint32*)uptr($cur + %d), *(uint32*)uptr($cur + %d), *(uint16*)uptr($cur + %d), *(uint16*)uptr($cur + %d), *(uint16*)uptr($cur + %d), *(uint64*)uptr($cur + %d), *(uint32*)uptr($cur + %d));",
+		h.TextBase, h.OffRegionTid, h.OffRecGoid, h.OffRecSite+h.OffAncStart, h.OffRecSite+h.OffAncGoPC, h.OffRecNanc, h.OffRecNstk, h.OffRecFlags, h.OffRecParentGoid, h.OffRecDepth)
+	w("\t$n = *(uint16*)uptr($cur + %d);", h.OffRecNanc)
 	w("\t$i = 0;")
 	// Bounded by the capacity; unroll keeps the verifier's job trivial.
-	w("\tunroll(%d) { if ($i < $n) { $a = $cur + %d + $i * %d; printf(\"L A %%lu %%lx %%lx\\n\", *(uint64*)uptr($a + %d), *(uint64*)uptr($a + %d), *(uint64*)uptr($a + %d)); } $i++; }",
-		max(1, min(h.MaxDepth, 64)), h.OffRecAnc, h.AncSize, h.OffAncGoid, h.OffAncStartPC, h.OffAncGoPC)
+	w("\tunroll(%d) { if ($i < $n) { $a = $cur + %d + $i * %d; printf(\"L A %%x %%x\\n\", *(uint32*)uptr($a + %d), *(uint32*)uptr($a + %d)); } $i++; }",
+		max(1, min(h.MaxDepth, 64)), h.OffRecAnc, h.AncSize, h.OffAncStart, h.OffAncGoPC)
 	if h.MaxStack > 0 {
-		w("\t$k = *(uint32*)uptr($cur + %d);", h.OffRecNstk)
+		w("\t$k = *(uint16*)uptr($cur + %d);", h.OffRecNstk)
 		w("\t$i = 0;")
 		w("\tunroll(%d) { if ($i < $k) { printf(\"L K %%lx\\n\", *(uint64*)uptr($cur + %d + $i * 8)); } $i++; }", min(h.MaxStack, 64), h.OffRecStack)
 	}
@@ -44,9 +44,10 @@ func (v *View) BpftraceChain(tp, gReg string) string {
 	return sb.String()
 }
 
-// ParseBpftrace decodes the L lines of one sample: "L R seq tid goid startpc
-// gopc nanc nstk flags parent", then nanc "L A goid startpc gopc", then "L K
-// pc" stack entries, then "L E seq". A sample whose two seq values differ or
+// ParseBpftrace decodes the L lines of one sample: "L R seq tid goid start
+// gopc nanc nstk flags parent depth text_base", then nanc "L A start gopc",
+// then "L K pc" stack entries, then "L E seq". Start and gopc are offsets
+// from text_base (0: unknown), in hex. A sample whose two seq values differ or
 // are odd is dropped (the record changed while it was copied), as are
 // malformed lines; the thread id checks that the region is this thread's.
 func ParseBpftrace(lines []string, tid int) (goid uint64, chain []Step, err error) {
@@ -55,6 +56,7 @@ func ParseBpftrace(lines []string, tid int) (goid uint64, chain []Step, err erro
 	}
 	var rec Record
 	var seq1, seq2, rtid uint64
+	h := &Header{}
 	haveEnd := false
 	for _, l := range lines {
 		f := strings.Fields(l)
@@ -76,8 +78,14 @@ func ParseBpftrace(lines []string, tid int) (goid uint64, chain []Step, err erro
 		case "R":
 			seq1, rtid, rec.Goid, rec.StartPC, rec.GoPC = num(2, 16), num(3, 10), num(4, 10), num(5, 16), num(6, 16)
 			rec.Nanc, rec.Nstk, rec.Flags, rec.ParentGoid = uint32(num(7, 10)), uint32(num(8, 10)), uint32(num(9, 10)), num(10, 10)
+			rec.Depth, h.TextBase = uint32(num(11, 10)), num(12, 16)
+			rec.StartPC, rec.GoPC = h.PC(uint32(rec.StartPC)), h.PC(uint32(rec.GoPC))
 		case "A":
-			rec.Anc = append(rec.Anc, Anc{num(2, 10), num(3, 16), num(4, 16)})
+			a := Anc{StartPC: h.PC(uint32(num(2, 16))), GoPC: h.PC(uint32(num(3, 16)))}
+			if len(rec.Anc) == 0 {
+				a.Goid = rec.ParentGoid
+			}
+			rec.Anc = append(rec.Anc, a)
 		case "K":
 			rec.Stack = append(rec.Stack, num(2, 16))
 		case "E":

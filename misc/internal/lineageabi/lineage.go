@@ -1,5 +1,5 @@
 // Package lineageabi is the one reader of the goroutine lineage ABI, version
-// 1 (doc/lineage-abi.md), for the fork's tools: every offset and size of a
+// 2 (doc/lineage-abi.md), for the fork's tools: every offset and size of a
 // region or record comes from the header the target publishes, found by its
 // magic cookie in the executable's data (so stripped binaries work) and
 // checked in memory. The header's own layout (the positions of its fields)
@@ -25,12 +25,13 @@ var ErrNoABI = errors.New("no goroutine lineage ABI")
 // ErrTorn is wrapped when a record kept changing under the reader.
 var ErrTorn = errors.New("inconsistent lineage record (changed while read, retries exhausted)")
 
-// The header layout of version 1 (doc/lineage-abi.md, section 2): the
-// positions of the header's own fields. Everything else a reader needs is in
-// the offset table that starts at OffTable.
+// The header layout of version 2 (doc/lineage-abi.md, section 2): the
+// positions of the header's own fields. HeaderFields lists them all, with
+// the fields the runtime fills in at run time (*[rt]*): every other field
+// is in the executable file and identical in memory.
 const (
-	Version    = 1   // the major version this reader knows
-	HeaderSize = 208 // header_size of version 1; larger headers append fields
+	Version    = 2   // the major version this reader knows
+	HeaderSize = 376 // header_size of version 2; larger headers append fields
 
 	OffMagic      = 0
 	OffVersion    = 16
@@ -40,12 +41,23 @@ const (
 	OffSelf       = 32  // [rt] u64
 	OffRegions    = 40  // [rt] u64
 	OffNRegions   = 48  // [rt] u64
-	OffMaxDepth   = 56  // [rt] first of 28 consecutive u32 fields, max_depth .. off_g_record
+	OffMaxDepth   = 56  // [rt]
+	OffMaxStack   = 60  // [rt]
+	OffRecordSize = 64  // [rt]
 	OffRegionSize = 68  // region_size
-	OffTable      = 72  // off_region_seq, the first entry of the offset table
-	OffRecStack   = 152 // [rt] off_rec_stack, the table's last run-time entry
-	OffGRecord    = 164 // off_g_record, the table's last entry
+	OffTable      = 72  // off_region_seq, the first of the u32 run up to off_g_record
+	OffRecStack   = 148 // [rt] off_rec_stack
+	OffGRecord    = 160 // off_g_record, the run's last entry
 	OffTLSGOffset = 168 // [rt] i64
+	OffTextBase   = 176 // [rt] u64
+	OffBlocks     = 184 // [rt] u64
+	OffNBlocks    = 192 // [rt] u64
+	OffWaitReason = 200 // [rt] u64, wait_reasons
+	OffRegTable   = 208 // n_wait_reasons, the first of the u32 run up to status_scan
+	OffStatusScan = 304
+	OffStatusMap  = 308 // [16]u8
+	OffGLabels    = 324 // off_g_labels, the first of the label u32s
+	OffReserved   = 344 // [32]byte
 
 	// Header flags.
 	FlagReady   = 1 << 0
@@ -54,12 +66,55 @@ const (
 	FlagTLSG    = 1 << 3
 
 	// Record flags.
-	RecAncTruncated = 1 << 0
-	RecCgoCallback  = 1 << 3
+	RecAncTruncated  = 1 << 0
+	RecParentUnknown = 1 << 2
+	RecCgoCallback   = 1 << 3
 
 	maxRetries  = 3       // seq retries per read, as the ABI prescribes
 	maxRegions  = 1 << 16 // bound on a registry walk beyond nregions
 	maxRecBytes = 1 << 16 // sanity bound on record_size
+)
+
+// A HeaderField is one field of the header: its name in doc/lineage-abi.md,
+// position and size, and whether the runtime fills it in (*[rt]*).
+type HeaderField struct {
+	Name      string
+	Off, Size int
+	RT        bool
+}
+
+// HeaderFields is the version 2 header, in order.
+var HeaderFields = func() []HeaderField {
+	fs := []HeaderField{{"magic", 0, 16, false}, {"version", 16, 4, false}, {"header_size", 20, 4, false},
+		{"ptr_size", 24, 4, false}, {"flags", 28, 4, true}, {"self", 32, 8, true}, {"regions", 40, 8, true},
+		{"nregions", 48, 8, true}, {"max_depth", 56, 4, true}, {"max_stack", 60, 4, true}, {"record_size", 64, 4, true}}
+	u32s := func(off int, names ...string) {
+		for i, n := range names {
+			fs = append(fs, HeaderField{n, off + 4*i, 4, n == "off_rec_stack"})
+		}
+	}
+	u32s(OffRegionSize, tableNames...)
+	fs = append(fs, HeaderField{"reserved", 164, 4, false}, HeaderField{"tls_g_offset", 168, 8, true},
+		HeaderField{"text_base", 176, 8, true}, HeaderField{"blocks", 184, 8, true},
+		HeaderField{"nblocks", 192, 8, true}, HeaderField{"wait_reasons", 200, 8, true})
+	u32s(OffRegTable, regTableNames...)
+	fs = append(fs, HeaderField{"status_map", OffStatusMap, 16, false})
+	u32s(OffGLabels, labelNames...)
+	return append(fs, HeaderField{"reserved", OffReserved, HeaderSize - OffReserved, false})
+}()
+
+// The names of the header's runs of u32 fields, in order.
+var (
+	tableNames = []string{"region_size", "off_region_seq", "off_region_tid", "off_region_cur", "off_region_next",
+		"off_region_mid", "off_region_state", "off_rec_seq", "off_rec_g", "off_rec_goid", "off_rec_parent_goid",
+		"off_rec_nanc", "off_rec_nstk", "off_rec_flags", "off_rec_depth", "off_rec_site", "off_rec_anc",
+		"anc_size", "off_anc_start", "off_anc_gopc", "off_rec_stack", "off_g_m", "off_m_region", "off_g_record"}
+	regTableNames = []string{"n_wait_reasons", "string_size", "block_header_size", "off_block_next",
+		"off_block_nrec", "off_block_used", "off_g_goid", "off_g_status", "off_g_transitions", "off_g_waitreason",
+		"off_g_waitsince", "off_g_sched_sp", "off_g_sched_pc", "off_g_sched_bp", "off_g_syscall_sp",
+		"off_g_syscall_pc", "off_g_syscall_bp", "off_g_stack_lo", "off_g_stack_hi", "off_g_waiting",
+		"off_sudog_waitlink", "off_sudog_elem", "off_sudog_c", "off_sudog_isselect", "status_scan"}
+	labelNames = []string{"off_g_labels", "off_labels_list", "label_size", "off_label_key", "off_label_value"}
 )
 
 // Mem reads the target's memory (a stopped process, a core file).
@@ -87,17 +142,32 @@ type Header struct {
 
 	OffRegionSeq, OffRegionTid, OffRegionCur, OffRegionNext, OffRegionMid, OffRegionState uint32
 
-	OffRecSeq, OffRecGoid, OffRecStartPC, OffRecGoPC, OffRecParentGoid uint32
-	OffRecNanc, OffRecNstk, OffRecFlags, OffRecDepth, OffRecAnc        uint32
-	AncSize, OffAncGoid, OffAncStartPC, OffAncGoPC                     uint32
-	OffRecStack, OffGM, OffMRegion, OffGRecord                         uint32
-	TLSGOffset                                                         int64
+	OffRecSeq, OffRecG, OffRecGoid, OffRecParentGoid             uint32
+	OffRecNanc, OffRecNstk, OffRecFlags, OffRecDepth, OffRecSite uint32
+	OffRecAnc, AncSize, OffAncStart, OffAncGoPC                  uint32
+	OffRecStack, OffGM, OffMRegion, OffGRecord                   uint32
+	TLSGOffset                                                   int64
+	TextBase                                                     uint64 // site and ancestor offsets are from here
+
+	raw []byte // the header's bytes: the registry part is parsed from them
+}
+
+// VersionError is ParseHeader's error for a header of another version.
+type VersionError struct{ Version uint32 }
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("lineage ABI version %d: this reader reads version %d; rebuild the target with this fork's toolchain", e.Version, Version)
 }
 
 // ParseHeader decodes a header from b (at least header_size bytes). It
 // validates the version, pointer size and that every offset lies inside the
 // object it describes, so later reads cannot be steered out of bounds.
 func ParseHeader(b []byte) (*Header, error) {
+	if len(b) >= OffHeaderSize && bytes.Equal(b[:16], Magic) {
+		if v := binary.LittleEndian.Uint32(b[OffVersion:]); v != Version {
+			return nil, &VersionError{v}
+		}
+	}
 	if len(b) < HeaderSize {
 		return nil, fmt.Errorf("lineage header truncated (%d bytes)", len(b))
 	}
@@ -106,24 +176,22 @@ func ParseHeader(b []byte) (*Header, error) {
 	}
 	le := binary.LittleEndian
 	u := func(off int) uint32 { return le.Uint32(b[off:]) }
-	// t is the i-th u32 after max_depth (OffMaxDepth), in the order of the
-	// table in doc/lineage-abi.md.
-	t := func(i int) uint32 { return u(OffMaxDepth + 4*i) }
+	// t is the i-th u32 of the run from region_size (OffRegionSize), in
+	// the order of tableNames.
+	t := func(i int) uint32 { return u(OffRegionSize + 4*i) }
 	h := &Header{Version: u(OffVersion), HeaderSize: u(OffHeaderSize), PtrSize: u(OffPtrSize), Flags: u(OffFlags),
 		Self: le.Uint64(b[OffSelf:]), Regions: le.Uint64(b[OffRegions:]), NRegions: le.Uint64(b[OffNRegions:]),
-		MaxDepth: t(0), MaxStack: t(1), RecordSize: t(2), RegionSize: t(3),
-		OffRegionSeq: t(4), OffRegionTid: t(5), OffRegionCur: t(6), OffRegionNext: t(7), OffRegionMid: t(8), OffRegionState: t(9),
-		OffRecSeq: t(10), OffRecGoid: t(11), OffRecStartPC: t(12), OffRecGoPC: t(13), OffRecParentGoid: t(14),
-		OffRecNanc: t(15), OffRecNstk: t(16), OffRecFlags: t(17), OffRecDepth: t(18), OffRecAnc: t(19),
-		AncSize: t(20), OffAncGoid: t(21), OffAncStartPC: t(22), OffAncGoPC: t(23),
-		OffRecStack: t(24), OffGM: t(25), OffMRegion: t(26), OffGRecord: t(27),
-		TLSGOffset: int64(le.Uint64(b[OffTLSGOffset:])),
-	}
-	if h.Version != Version {
-		return nil, fmt.Errorf("lineage ABI version %d is not supported (this reader knows version 1)", h.Version)
+		MaxDepth: u(OffMaxDepth), MaxStack: u(OffMaxStack), RecordSize: u(OffRecordSize), RegionSize: t(0),
+		OffRegionSeq: t(1), OffRegionTid: t(2), OffRegionCur: t(3), OffRegionNext: t(4), OffRegionMid: t(5), OffRegionState: t(6),
+		OffRecSeq: t(7), OffRecG: t(8), OffRecGoid: t(9), OffRecParentGoid: t(10),
+		OffRecNanc: t(11), OffRecNstk: t(12), OffRecFlags: t(13), OffRecDepth: t(14), OffRecSite: t(15), OffRecAnc: t(16),
+		AncSize: t(17), OffAncStart: t(18), OffAncGoPC: t(19),
+		OffRecStack: t(20), OffGM: t(21), OffMRegion: t(22), OffGRecord: t(23),
+		TLSGOffset: int64(le.Uint64(b[OffTLSGOffset:])), TextBase: le.Uint64(b[OffTextBase:]),
+		raw: bytes.Clone(b[:HeaderSize]),
 	}
 	if h.HeaderSize < HeaderSize {
-		return nil, fmt.Errorf("lineage header size %d is smaller than version 1's %d", h.HeaderSize, HeaderSize)
+		return nil, fmt.Errorf("lineage header size %d is smaller than version 2's %d", h.HeaderSize, HeaderSize)
 	}
 	if h.PtrSize != 8 && h.PtrSize != 4 {
 		return nil, fmt.Errorf("lineage header: pointer size %d", h.PtrSize)
@@ -138,11 +206,11 @@ func ParseHeader(b []byte) (*Header, error) {
 			return nil, fmt.Errorf("lineage header: region field at %d outside the %d-byte region", f.off, h.RegionSize)
 		}
 	}
-	if h.AncSize < 24 || h.AncSize > 4096 {
+	if h.AncSize < 8 || h.AncSize > 4096 {
 		return nil, fmt.Errorf("lineage header: ancestor size %d", h.AncSize)
 	}
-	for _, off := range []uint32{h.OffAncGoid, h.OffAncStartPC, h.OffAncGoPC} {
-		if uint64(off)+8 > uint64(h.AncSize) {
+	for _, off := range []uint32{h.OffAncStart, h.OffAncGoPC} {
+		if uint64(off)+4 > uint64(h.AncSize) {
 			return nil, fmt.Errorf("lineage header: ancestor field at %d outside the %d-byte entry", off, h.AncSize)
 		}
 	}
@@ -157,8 +225,8 @@ func (h *Header) checkDynamic() error {
 	if h.MaxDepth > 1024 || h.MaxStack > 1024 || h.RecordSize == 0 || h.RecordSize > maxRecBytes {
 		return fmt.Errorf("lineage header: implausible sizes (max_depth %d, max_stack %d, record_size %d)", h.MaxDepth, h.MaxStack, h.RecordSize)
 	}
-	fixed := []struct{ off, size uint32 }{{h.OffRecSeq, 8}, {h.OffRecGoid, 8}, {h.OffRecStartPC, 8}, {h.OffRecGoPC, 8},
-		{h.OffRecParentGoid, 8}, {h.OffRecNanc, 4}, {h.OffRecNstk, 4}, {h.OffRecFlags, 4}, {h.OffRecDepth, 4}}
+	fixed := []struct{ off, size uint32 }{{h.OffRecSeq, 8}, {h.OffRecG, 8}, {h.OffRecGoid, 8}, {h.OffRecParentGoid, 8},
+		{h.OffRecNanc, 2}, {h.OffRecNstk, 2}, {h.OffRecFlags, 2}, {h.OffRecDepth, 4}, {h.OffRecSite, h.AncSize}}
 	for _, f := range fixed {
 		if uint64(f.off)+uint64(f.size) > uint64(h.RecordSize) {
 			return fmt.Errorf("lineage header: record field at %d outside the %d-byte record", f.off, h.RecordSize)
@@ -169,6 +237,14 @@ func (h *Header) checkDynamic() error {
 		return fmt.Errorf("lineage header: arrays do not fit the %d-byte record", h.RecordSize)
 	}
 	return nil
+}
+
+// PC turns a site or ancestor entry's offset into a PC: 0 stays unknown.
+func (h *Header) PC(off uint32) uint64 {
+	if off == 0 {
+		return 0
+	}
+	return h.TextBase + uint64(off)
 }
 
 // ABI is the lineage header of one executable, found in its file.
@@ -209,7 +285,7 @@ func Find(f *elf.File) (*ABI, error) {
 			}
 			off := i + j
 			i = off + 1
-			if (a.addr+uint64(off))%8 != 0 || off+HeaderSize > len(a.data) {
+			if (a.addr+uint64(off))%8 != 0 || off+OffPtrSize > len(a.data) {
 				continue
 			}
 			h, err := ParseHeader(a.data[off:])
@@ -247,12 +323,16 @@ type View struct {
 	Damage  Damage            // what Load and Goroutines skipped in damaged memory
 	reasons *reasonCache      // wait reason strings read so far
 	ctx     context.Context   // ends reads of every goroutine (WithContext)
+
+	// ReadLabels has Goroutines and ReadLive read each goroutine's pprof
+	// labels (a few reads more for each goroutine that has labels).
+	ReadLabels bool
 }
 
 // Load reads the header and the region registry from the target's memory.
 func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 	addr := a.Addr + bias
-	buf := make([]byte, min(max(a.Static.HeaderSize, HeaderSize), RegistryHeaderSize))
+	buf := make([]byte, HeaderSize)
 	if err := mem.ReadAt(buf, addr); err != nil {
 		return nil, fmt.Errorf("reading the lineage header at %#x: %v", addr, err)
 	}
@@ -348,7 +428,8 @@ func (v *View) Threads() []uint64 {
 	return out
 }
 
-// Record is one decoded lineage record.
+// Record is one decoded lineage record. StartPC, GoPC and the ancestors'
+// PCs are addresses (text_base plus the record's offsets; 0 if unknown).
 type Record struct {
 	Seq, Goid, StartPC, GoPC, ParentGoid uint64
 	Nanc, Nstk, Flags, Depth             uint32
@@ -359,7 +440,9 @@ type Record struct {
 	checked bool // CheckRecord ran
 }
 
-// Anc is one inline ancestor.
+// Anc is one inline ancestor: Anc[0] is the parent, whose goid is the
+// record's parent goid; version 2 keeps no goid for older ancestors, whose
+// Goid is 0 (shown without one).
 type Anc struct{ Goid, StartPC, GoPC uint64 }
 
 // ParseRecord decodes a record copied from memory (len(b) >= record_size).
@@ -370,9 +453,14 @@ func ParseRecord(h *Header, b []byte) (*Record, error) {
 		return nil, fmt.Errorf("lineage record truncated (%d of %d bytes)", len(b), h.RecordSize)
 	}
 	le := binary.LittleEndian
-	r := &Record{Seq: le.Uint64(b[h.OffRecSeq:]), Goid: le.Uint64(b[h.OffRecGoid:]), StartPC: le.Uint64(b[h.OffRecStartPC:]),
-		GoPC: le.Uint64(b[h.OffRecGoPC:]), ParentGoid: le.Uint64(b[h.OffRecParentGoid:]),
-		Nanc: le.Uint32(b[h.OffRecNanc:]), Nstk: le.Uint32(b[h.OffRecNstk:]), Flags: le.Uint32(b[h.OffRecFlags:]), Depth: le.Uint32(b[h.OffRecDepth:])}
+	entry := func(off uint32) (start, gopc uint64) {
+		e := b[off:]
+		return h.PC(le.Uint32(e[h.OffAncStart:])), h.PC(le.Uint32(e[h.OffAncGoPC:]))
+	}
+	r := &Record{Seq: le.Uint64(b[h.OffRecSeq:]), Goid: le.Uint64(b[h.OffRecGoid:]), ParentGoid: le.Uint64(b[h.OffRecParentGoid:]),
+		Nanc: uint32(le.Uint16(b[h.OffRecNanc:])), Nstk: uint32(le.Uint16(b[h.OffRecNstk:])),
+		Flags: uint32(le.Uint16(b[h.OffRecFlags:])), Depth: le.Uint32(b[h.OffRecDepth:])}
+	r.StartPC, r.GoPC = entry(h.OffRecSite)
 	if r.Nanc > h.MaxDepth {
 		return nil, fmt.Errorf("lineage record: %d ancestors, capacity %d", r.Nanc, h.MaxDepth)
 	}
@@ -381,10 +469,10 @@ func ParseRecord(h *Header, b []byte) (*Record, error) {
 	}
 	if r.Nanc > 0 {
 		r.Anc = make([]Anc, r.Nanc)
+		r.Anc[0].Goid = r.ParentGoid
 	}
 	for i := range r.Anc {
-		e := b[h.OffRecAnc+uint32(i)*h.AncSize:]
-		r.Anc[i] = Anc{le.Uint64(e[h.OffAncGoid:]), le.Uint64(e[h.OffAncStartPC:]), le.Uint64(e[h.OffAncGoPC:])}
+		r.Anc[i].StartPC, r.Anc[i].GoPC = entry(h.OffRecAnc + uint32(i)*h.AncSize)
 	}
 	if r.Nstk > 0 {
 		r.Stack = make([]uint64, r.Nstk)
@@ -470,9 +558,11 @@ type Step struct {
 }
 
 // Chain turns a record into lineage steps: the goroutine itself (created by
-// its parent at gopc, with the creation stack), then each ancestor.
-// Goroutine 1 and cgo-callback goroutines have no "created by", as in the
-// runtime's tracebacks.
+// its parent at gopc, with the creation stack), then each ancestor. Only the
+// goroutine and its parent have goids (Goid, ParentGoid 0 beyond: unknown).
+// Goroutine 1, goroutines the runtime started and cgo-callback goroutines
+// have no "created by", as in the runtime's tracebacks: the ancestor at
+// depth 0 ends the chain (Record.Root).
 func Chain(rec *Record) []Step {
 	var out []Step
 	if rec.Flags&RecCgoCallback != 0 || rec.Goid == 1 || rec.GoPC == 0 {
@@ -480,16 +570,23 @@ func Chain(rec *Record) []Step {
 	}
 	out = append(out, Step{Goid: rec.Goid, ParentGoid: rec.ParentGoid, GoPC: rec.GoPC, StartPC: rec.StartPC, Stack: rec.Stack})
 	for i, a := range rec.Anc {
-		if a.Goid == 1 || a.GoPC == 0 {
+		if a.GoPC == 0 || rec.Root(i) {
 			break // the main goroutine (or one the runtime started) ends the chain
 		}
-		var parent uint64
-		if i+1 < len(rec.Anc) {
-			parent = rec.Anc[i+1].Goid
-		}
-		out = append(out, Step{Goid: a.Goid, ParentGoid: parent, GoPC: a.GoPC, StartPC: a.StartPC})
+		out = append(out, Step{Goid: a.Goid, GoPC: a.GoPC, StartPC: a.StartPC})
 	}
 	return out
+}
+
+// Root reports whether ancestor i is the root of the record's lineage (at
+// depth 0: goroutine 1, or a goroutine the runtime started), which has no
+// creator to show. A creator that had no record of its own
+// (RecParentUnknown) is shown as created where it was.
+func (r *Record) Root(i int) bool {
+	if i == 0 && r.ParentGoid == 1 {
+		return true
+	}
+	return r.Flags&RecParentUnknown == 0 && uint64(i)+1 == uint64(r.Depth)
 }
 
 // Truncated reports whether older ancestors were dropped.

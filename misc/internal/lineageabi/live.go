@@ -456,11 +456,11 @@ func (v *View) recordAddrs(st *LiveStats, memo map[uint64]blockInfo, addrs []uin
 	if r == nil {
 		return nil, ErrNoRegistry
 	}
-	head, err := word(v.mem, v.Addr+OffRegistry)
+	head, err := word(v.mem, v.Addr+OffBlocks)
 	if err != nil {
 		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
-	nblocks, err := word(v.mem, v.Addr+OffRegistry+8)
+	nblocks, err := word(v.mem, v.Addr+OffNBlocks)
 	if err != nil {
 		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
@@ -719,7 +719,7 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 			again = append(again, a) // being written
 			continue
 		}
-		ls = append(ls, liveG{rec: a, seq: seq, gp: le.Uint64(b[r.OffRecG:])})
+		ls = append(ls, liveG{rec: a, seq: seq, gp: le.Uint64(b[h.OffRecG:])})
 	}
 	ar.ls = ls
 	gps, recAddrs := ar.gps[:0], ar.recs[:0]
@@ -772,6 +772,11 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 		live = append(live, l)
 	}
 	v.readWaitLists(live, st, ar)
+	for _, l := range live {
+		if err := v.readLabels(&l.g); err != nil {
+			l.bad = true // changed while read: the goroutine is read again
+		}
+	}
 
 	// 3. What the caller reads of each goroutine (its stack).
 	vgs := ar.vgs[:0]
@@ -817,7 +822,7 @@ func (r *Registry) sameG(a, b []byte) bool {
 		a[r.OffGWaitReason] == b[r.OffGWaitReason] &&
 		w(r.OffGGoid) && w(r.OffGSchedSP) && w(r.OffGSchedPC) && w(r.OffGSchedBP) &&
 		w(r.OffGSyscallSP) && w(r.OffGSyscallPC) && w(r.OffGSyscallBP) &&
-		w(r.OffGStackLo) && w(r.OffGStackHi) && w(r.OffGWaiting)
+		w(r.OffGStackLo) && w(r.OffGStackHi) && w(r.OffGWaiting) && (r.LabelSize == 0 || w(r.OffGLabels))
 }
 
 // readWaitLists reads what the goroutines that wait wait on, one

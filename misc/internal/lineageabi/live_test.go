@@ -169,8 +169,8 @@ func TestCacheBlocks(t *testing.T) {
 	}
 	// A third record, for goroutine 7, fills the block.
 	rec := record(v.H, 2, 7, 0x2000, 1, []Anc{{1, 0x1000, 0}}, nil)
-	le.PutUint64(rec[104:], 0x10000+g3)
-	copy(img[block+64+2*112:], rec)
+	le.PutUint64(rec[v.H.OffRecG:], 0x10000+g3)
+	copy(img[block+64+2*int(v.H.RecordSize):], rec)
 	le.PutUint64(img[g3:], 7)
 	le.PutUint32(img[g3+8:], 4) // waiting
 	img[g3+16] = 1              // chan receive

@@ -159,8 +159,11 @@ func (p *Plausible) CheckRecord(r *Record) int {
 	if r.Bad&BadGoPC != 0 {
 		r.Stack = nil
 	}
+	if len(r.Anc) > 0 {
+		r.Anc[0].Goid = r.ParentGoid // as checked; older ancestors have none
+	}
 	for i, a := range r.Anc {
-		if !p.goid(a.Goid) || !p.pc(a.StartPC) || !p.pc(a.GoPC) {
+		if i > 0 && a.Goid != 0 || !p.pc(a.StartPC) || !p.pc(a.GoPC) {
 			r.Bad |= BadAnc
 			r.Anc = r.Anc[:i]
 			break

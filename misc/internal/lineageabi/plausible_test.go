@@ -17,7 +17,7 @@ func TestGoroutinesDamaged(t *testing.T) {
 		blocks              int
 	}{
 		{"sudog unreadable", func(img []byte, _ *Header) { le.PutUint64(img[0x2000+96:], 0x10) }, 0, 1, 0},
-		{"g unreadable", func(img []byte, _ *Header) { le.PutUint64(img[0x1000+64+104:], 0x10) }, 0, 1, 0},
+		{"g unreadable", func(img []byte, _ *Header) { le.PutUint64(img[0x1000+64+8:], 0x10) }, 0, 1, 0},
 		{"record implausible", func(img []byte, h *Header) { le.PutUint32(img[0x1000+64+h.OffRecNanc:], 0xffff) }, 0, 1, 0},
 		{"block used beyond nrec", func(img []byte, _ *Header) { le.PutUint32(img[0x1000+12:], 9) }, 0, 0, 1},
 	} {
@@ -52,7 +52,7 @@ func TestPlausible(t *testing.T) {
 		{Goid: 5, Record: &Record{Goid: 5, StartPC: 0x1100, GoPC: 0x1200, ParentGoid: 1, Anc: []Anc{{1, 0x1010, 0}}}},
 		{Goid: 9295429630892703745, Record: &Record{Goid: 7, StartPC: 0x1100}},
 		{Goid: 8, Status: StatusUnknown, Record: &Record{Goid: 8, StartPC: 0x10, GoPC: 0x1200, ParentGoid: 1 << 50,
-			Anc: []Anc{{5, 0x1100, 0x1200}, {1 << 50, 0x1100, 0x1200}, {1, 0x1010, 0}}}},
+			Anc: []Anc{{1 << 50, 0x1100, 0x1200}, {0, 0x1100, 0x7200}, {0, 0x1010, 0}}}},
 	}
 	p := NewPlausible(text, gs)
 	if want := uint64(2*8 + 1<<20); p.MaxGoid != want {

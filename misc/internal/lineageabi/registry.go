@@ -11,17 +11,15 @@ import (
 // record, reachable from the header, with the offsets of the g and sudog
 // fields that describe a goroutine that is not running.
 
-// Positions of the registry's fields, appended after the version 1 header.
 const (
-	OffRegistry        = HeaderSize // first registry field: blocks (u64)
-	RegistryHeaderSize = HeaderSize + 144
-
 	FlagRegistry = 1 << 4
 
 	maxBlocks     = 1 << 20 // bound on a block walk beyond nblocks
 	maxBlockRecs  = 1 << 16
 	maxGOffset    = 1 << 12 // g and sudog fields lie within this many bytes
 	maxWaitChains = 1 << 10 // bound on a select's sudog list
+	maxLabels     = 1 << 10 // bound on a goroutine's pprof labels
+	maxLabelBytes = 1 << 12 // bound on one label's key or value
 )
 
 // ABI status codes (stable across releases).
@@ -53,7 +51,6 @@ func StatusName(code uint8) string {
 type Registry struct {
 	Blocks, NBlocks                                           uint64
 	BlockHeaderSize, OffBlockNext, OffBlockNrec, OffBlockUsed uint32
-	OffRecG                                                   uint32
 
 	OffGGoid, OffGStatus, OffGTransitions, OffGWaitReason, OffGWaitSince uint32
 	OffGSchedSP, OffGSchedPC, OffGSchedBP                                uint32
@@ -67,6 +64,11 @@ type Registry struct {
 	NWaitReasons uint32
 	StringSize   uint32
 
+	// Where a goroutine's pprof labels are: g.labels points at a label
+	// set, whose label slice is at OffLabelsList; each label (LabelSize
+	// bytes) has its key and value strings at OffLabelKey, OffLabelValue.
+	OffGLabels, OffLabelsList, LabelSize, OffLabelKey, OffLabelValue uint32
+
 	gSpan     uint32 // bytes of a g a reader copies: the last published field's end
 	sudogSpan uint32 // bytes of a sudog a reader copies
 }
@@ -74,23 +76,28 @@ type Registry struct {
 // parseRegistry decodes the registry fields of a header buffer, or returns
 // nil if the header has none.
 func parseRegistry(h *Header, b []byte) (*Registry, error) {
-	if h.HeaderSize < RegistryHeaderSize || len(b) < RegistryHeaderSize || h.Flags&FlagRegistry == 0 {
+	if h.Flags&FlagRegistry == 0 || len(b) < HeaderSize {
 		return nil, nil
 	}
 	le := binary.LittleEndian
-	b = b[OffRegistry:]
 	u := func(off int) uint32 { return le.Uint32(b[off:]) }
+	// t is the i-th u32 of the run from n_wait_reasons, in the order of
+	// regTableNames; l the i-th of the label fields.
+	t := func(i int) uint32 { return u(OffRegTable + 4*i) }
+	l := func(i int) uint32 { return u(OffGLabels + 4*i) }
 	r := &Registry{
-		Blocks: le.Uint64(b), NBlocks: le.Uint64(b[8:]),
-		BlockHeaderSize: u(16), OffBlockNext: u(20), OffBlockNrec: u(24), OffBlockUsed: u(28), OffRecG: u(32),
-		OffGGoid: u(36), OffGStatus: u(40), OffGTransitions: u(44), OffGWaitReason: u(48), OffGWaitSince: u(52),
-		OffGSchedSP: u(56), OffGSchedPC: u(60), OffGSchedBP: u(64),
-		OffGSyscallSP: u(68), OffGSyscallPC: u(72), OffGSyscallBP: u(76),
-		OffGStackLo: u(80), OffGStackHi: u(84), OffGWaiting: u(88),
-		OffSudogWaitlink: u(92), OffSudogElem: u(96), OffSudogC: u(100), OffSudogIsSelect: u(104),
-		StatusScan: u(108), WaitReasons: le.Uint64(b[128:]), NWaitReasons: u(136), StringSize: u(140),
+		Blocks: le.Uint64(b[OffBlocks:]), NBlocks: le.Uint64(b[OffNBlocks:]), WaitReasons: le.Uint64(b[OffWaitReason:]),
+		NWaitReasons: t(0), StringSize: t(1),
+		BlockHeaderSize: t(2), OffBlockNext: t(3), OffBlockNrec: t(4), OffBlockUsed: t(5),
+		OffGGoid: t(6), OffGStatus: t(7), OffGTransitions: t(8), OffGWaitReason: t(9), OffGWaitSince: t(10),
+		OffGSchedSP: t(11), OffGSchedPC: t(12), OffGSchedBP: t(13),
+		OffGSyscallSP: t(14), OffGSyscallPC: t(15), OffGSyscallBP: t(16),
+		OffGStackLo: t(17), OffGStackHi: t(18), OffGWaiting: t(19),
+		OffSudogWaitlink: t(20), OffSudogElem: t(21), OffSudogC: t(22), OffSudogIsSelect: t(23),
+		StatusScan: t(24),
+		OffGLabels: l(0), OffLabelsList: l(1), LabelSize: l(2), OffLabelKey: l(3), OffLabelValue: l(4),
 	}
-	copy(r.StatusMap[:], b[112:128])
+	copy(r.StatusMap[:], b[OffStatusMap:])
 	if r.BlockHeaderSize < 16 || r.BlockHeaderSize > 4096 {
 		return nil, fmt.Errorf("lineage registry: block header size %d", r.BlockHeaderSize)
 	}
@@ -99,10 +106,7 @@ func parseRegistry(h *Header, b []byte) (*Registry, error) {
 			return nil, fmt.Errorf("lineage registry: block field at %d outside the %d-byte block header", f.off, r.BlockHeaderSize)
 		}
 	}
-	if uint64(r.OffRecG)+8 > uint64(h.RecordSize) {
-		return nil, fmt.Errorf("lineage registry: record field at %d outside the %d-byte record", r.OffRecG, h.RecordSize)
-	}
-	for _, off := range []uint32{r.OffGGoid, r.OffGStatus, r.OffGTransitions, r.OffGWaitReason, r.OffGWaitSince,
+	for _, off := range []uint32{r.OffGLabels, r.OffLabelsList, r.OffLabelKey, r.OffLabelValue, r.LabelSize, r.OffGGoid, r.OffGStatus, r.OffGTransitions, r.OffGWaitReason, r.OffGWaitSince,
 		r.OffGSchedSP, r.OffGSchedPC, r.OffGSchedBP, r.OffGSyscallSP, r.OffGSyscallPC, r.OffGSyscallBP,
 		r.OffGStackLo, r.OffGStackHi, r.OffGWaiting, r.OffSudogWaitlink, r.OffSudogElem, r.OffSudogC, r.OffSudogIsSelect} {
 		if off > maxGOffset {
@@ -111,11 +115,15 @@ func parseRegistry(h *Header, b []byte) (*Registry, error) {
 	}
 	for _, off := range []uint32{r.OffGGoid, r.OffGStatus, r.OffGTransitions, r.OffGWaitReason, r.OffGWaitSince,
 		r.OffGSchedSP, r.OffGSchedPC, r.OffGSchedBP, r.OffGSyscallSP, r.OffGSyscallPC, r.OffGSyscallBP,
-		r.OffGStackLo, r.OffGStackHi, r.OffGWaiting} {
+		r.OffGStackLo, r.OffGStackHi, r.OffGWaiting, r.OffGLabels} {
 		r.gSpan = max(r.gSpan, off+8)
 	}
+	if r.LabelSize != 0 && (uint64(r.OffLabelKey)+uint64(r.StringSize) > uint64(r.LabelSize) ||
+		uint64(r.OffLabelValue)+uint64(r.StringSize) > uint64(r.LabelSize)) {
+		return nil, fmt.Errorf("lineage registry: label field outside the %d-byte label", r.LabelSize)
+	}
 	r.sudogSpan = max(r.OffSudogWaitlink, r.OffSudogElem, r.OffSudogC, r.OffSudogIsSelect) + 8
-	if r.StringSize != 2*h.PtrSize {
+	if r.StringSize != 2*h.PtrSize || r.StringSize < 16 {
 		return nil, fmt.Errorf("lineage registry: string size %d", r.StringSize)
 	}
 	return r, nil
@@ -143,7 +151,15 @@ type Goroutine struct {
 	WaitChans []uint64
 	Select    bool
 	WaitAddr  uint64
+
+	// Its pprof labels (runtime/pprof.Do, SetGoroutineLabels), in the
+	// label set's order; read only if View.ReadLabels is set.
+	Labels []Label
+	labels uint64 // g.labels
 }
+
+// A Label is one pprof label of a goroutine.
+type Label struct{ Key, Value string }
 
 // ErrNoRegistry is returned by Goroutines for a target without a registry.
 var ErrNoRegistry = errors.New("the target publishes no goroutine registry (built by an older fork toolchain, or GODEBUG=lineage=0)")
@@ -163,11 +179,11 @@ func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
 	}
 	// blocks first, then nblocks (the ABI's order): the list never holds
 	// more blocks than the count read after its head.
-	head, err := word(v.mem, v.Addr+OffRegistry)
+	head, err := word(v.mem, v.Addr+OffBlocks)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
-	nblocks, err := word(v.mem, v.Addr+OffRegistry+8)
+	nblocks, err := word(v.mem, v.Addr+OffNBlocks)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
@@ -220,7 +236,7 @@ func (v *View) ThreadGoroutine(tid uint64) (*Record, *Goroutine, error) {
 	if rec == nil || err != nil || v.Reg == nil {
 		return rec, nil, err
 	}
-	gp, err := word(v.mem, addr+uint64(v.Reg.OffRecG))
+	gp, err := word(v.mem, addr+uint64(v.H.OffRecG))
 	if err != nil {
 		return rec, nil, nil
 	}
@@ -246,7 +262,7 @@ func (v *View) readGoroutine(addr uint64) (g *Goroutine, ok bool, err error) {
 		if seq == 0 {
 			return nil, true, nil // handed out, not yet written
 		}
-		gp, err := word(v.mem, addr+uint64(r.OffRecG))
+		gp, err := word(v.mem, addr+uint64(v.H.OffRecG))
 		if err != nil {
 			return nil, false, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
@@ -304,7 +320,63 @@ func (v *View) readG(gp uint64) (*Goroutine, error) {
 			return nil, err
 		}
 	}
+	if err := v.readLabels(g); err != nil {
+		return nil, err
+	}
 	return g, nil
+}
+
+// readLabels reads g's pprof labels if the view reads them: g.labels
+// points at the label set (0: none), whose label slice holds each label's
+// key and value strings.
+func (v *View) readLabels(g *Goroutine) error {
+	r := v.Reg
+	if !v.ReadLabels || g.labels == 0 || r.LabelSize == 0 {
+		return nil
+	}
+	le := binary.LittleEndian
+	var sl [16]byte
+	if err := v.mem.ReadAt(sl[:], g.labels+uint64(r.OffLabelsList)); err != nil {
+		return fmt.Errorf("goroutine %d: reading its labels at %#x: %v", g.Goid, g.labels, err)
+	}
+	p, n := le.Uint64(sl[:]), le.Uint64(sl[8:])
+	if n == 0 {
+		return nil
+	}
+	if n > maxLabels {
+		return fmt.Errorf("goroutine %d: %d labels (corrupt memory?)", g.Goid, n)
+	}
+	buf := make([]byte, n*uint64(r.LabelSize))
+	if err := v.mem.ReadAt(buf, p); err != nil {
+		return fmt.Errorf("goroutine %d: reading its labels at %#x: %v", g.Goid, p, err)
+	}
+	str := func(b []byte) (string, error) {
+		sp, sn := le.Uint64(b), le.Uint64(b[8:])
+		if sn > maxLabelBytes {
+			return "", fmt.Errorf("goroutine %d: a label of %d bytes (corrupt memory?)", g.Goid, sn)
+		}
+		s := make([]byte, sn)
+		if sn > 0 {
+			if err := v.mem.ReadAt(s, sp); err != nil {
+				return "", fmt.Errorf("goroutine %d: reading a label at %#x: %v", g.Goid, sp, err)
+			}
+		}
+		return string(s), nil
+	}
+	g.Labels = make([]Label, n)
+	for i := range g.Labels {
+		l := buf[uint64(i)*uint64(r.LabelSize):]
+		k, err := str(l[r.OffLabelKey:])
+		if err != nil {
+			return err
+		}
+		val, err := str(l[r.OffLabelValue:])
+		if err != nil {
+			return err
+		}
+		g.Labels[i] = Label{k, val}
+	}
+	return nil
 }
 
 // parseG decodes a copy of the g at gp (gSpan bytes), but for what it
@@ -328,6 +400,9 @@ func (v *View) parseGInto(g *Goroutine, gp uint64, buf []byte) error {
 		SchedPC:   w(r.OffGSchedPC), SchedSP: w(r.OffGSchedSP), SchedBP: w(r.OffGSchedBP),
 		SyscallPC: w(r.OffGSyscallPC), SyscallSP: w(r.OffGSyscallSP), SyscallBP: w(r.OffGSyscallBP),
 		StackLo: w(r.OffGStackLo), StackHi: w(r.OffGStackHi)}
+	if r.LabelSize != 0 {
+		g.labels = w(r.OffGLabels)
+	}
 	if s := st &^ r.StatusScan; s < uint32(len(r.StatusMap)) {
 		g.Status = r.StatusMap[s]
 	}

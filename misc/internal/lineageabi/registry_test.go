@@ -20,35 +20,23 @@ func registryImage() (base uint64, img []byte) {
 	)
 	img = make([]byte, 0x4200)
 	le := binary.LittleEndian
-	h := v1Header(2, 1) // record_size 112; its last 8 bytes hold g
+	h := v2Header(2, 1) // record_size 88
 	copy(img[hdr:], h)
 	base = 0x10000
-	le.PutUint32(img[hdr+20:], RegistryHeaderSize)
 	le.PutUint32(img[hdr+28:], FlagReady|FlagRecords|FlagRegistry)
-	le.PutUint64(img[hdr+32:], base+hdr)
-	r := img[hdr+OffRegistry:]
-	le.PutUint64(r[0:], base+block)
-	le.PutUint64(r[8:], 1)
-	for i, v := range []uint32{64, 0, 8, 12, 104, // block header, its fields, off_rec_g
-		0, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, // g fields
-		0, 8, 16, 24, 0x1000} { // sudog fields, status_scan
-		le.PutUint32(r[16+4*i:], v)
-	}
-	for i := range 16 {
-		r[112+i] = byte(i)
-	}
-	r[112+6] = StatusDead
-	le.PutUint64(r[128:], base+strs)
-	le.PutUint32(r[136:], 2)
-	le.PutUint32(r[140:], 16)
+	le.PutUint64(img[hdr+OffSelf:], base+hdr)
+	le.PutUint64(img[hdr+OffBlocks:], base+block)
+	le.PutUint64(img[hdr+OffNBlocks:], 1)
+	le.PutUint64(img[hdr+OffWaitReason:], base+strs)
+	img[hdr+OffStatusMap+6] = StatusDead
 
 	le.PutUint32(img[block+8:], 4) // nrec
 	le.PutUint32(img[block+12:], 2)
 	hd, _ := ParseHeader(img[hdr:])
 	for i, g := range []uint64{g1, g2} {
 		rec := record(hd, 2, uint64(5+i), 0x2000, 1, []Anc{{1, 0x1000, 0}}, nil)
-		le.PutUint64(rec[104:], base+g)
-		copy(img[block+64+i*112:], rec)
+		le.PutUint64(rec[hd.OffRecG:], base+g)
+		copy(img[block+64+i*int(hd.RecordSize):], rec)
 	}
 	le.PutUint64(img[g1:], 5)
 	le.PutUint32(img[g1+8:], 4|0x1000) // waiting, being scanned
@@ -102,8 +90,8 @@ func TestNoRegistry(t *testing.T) {
 	}
 }
 
-// FuzzGoroutines: no image makes the registry walk panic, loop or read
-// beyond what it bounds.
+// FuzzGoroutines: no image makes the registry walk (with the labels)
+// panic, loop or read beyond what it bounds.
 func FuzzGoroutines(f *testing.F) {
 	_, img := registryImage()
 	f.Add(img)
@@ -112,6 +100,7 @@ func FuzzGoroutines(f *testing.F) {
 		if err != nil {
 			return
 		}
+		v.ReadLabels = true
 		gs, _, _ := v.Goroutines()
 		for _, g := range gs {
 			if g.Status == StatusDead || g.Status == StatusIdle {
@@ -271,5 +260,51 @@ func TestThreadGoroutine(t *testing.T) {
 	le.PutUint64(img[0x2000:], 9) // the g runs goroutine 9 now
 	if rec, g, err := v.ThreadGoroutine(77); err != nil || rec == nil || g != nil {
 		t.Errorf("g reused: %v, record %v, goroutine %+v; want the record alone", err, rec, g)
+	}
+}
+
+// TestLabels: a goroutine's pprof labels are read through g.labels, the
+// label set's slice and each label's strings, by Goroutines and ReadLive,
+// only when asked for.
+func TestLabels(t *testing.T) {
+	base, img := registryImage()
+	le := binary.LittleEndian
+	const set, list, strs = 0x4100, 0x4140, 0x41c0 // label set, its 2 labels, their strings
+	le.PutUint32(img[0x2000+8:], 4)                // waiting, scan bit clear (for ReadLive)
+	le.PutUint64(img[0x2000+104:], base+set)       // g.labels
+	le.PutUint64(img[set:], base+list)
+	le.PutUint64(img[set+8:], 2)
+	for i, s := range []string{"worker", "7", "k", ""} {
+		le.PutUint64(img[list+16*i:], base+strs+uint64(8*i))
+		le.PutUint64(img[list+16*i+8:], uint64(len(s)))
+		copy(img[strs+8*i:], s)
+	}
+	want := []Label{{"worker", "7"}, {"k", ""}}
+	for _, read := range []bool{false, true} {
+		v, err := loadImage(base, img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.ReadLabels = read
+		gs, _, err := v.Goroutines()
+		if err != nil || len(gs) != 1 {
+			t.Fatalf("Goroutines: %v, %d goroutines", err, len(gs))
+		}
+		live, _, _, err := ReadLive[int](v, nil)
+		if err != nil || len(live) != 1 {
+			t.Fatalf("ReadLive: %v, %d goroutines", err, len(live))
+		}
+		for _, got := range [][]Label{gs[0].Labels, live[0].Labels} {
+			if read && !slices.Equal(got, want) || !read && got != nil {
+				t.Errorf("ReadLabels %v: labels %q", read, got)
+			}
+		}
+	}
+	// A corrupt count is an error, not a huge read.
+	le.PutUint64(img[set+8:], 1<<40)
+	v, _ := loadImage(base, img)
+	v.ReadLabels = true
+	if gs, _, _ := v.Goroutines(); len(gs) != 0 || v.Damage.Goroutines != 1 {
+		t.Errorf("corrupt label count: %d goroutines, damage %+v", len(gs), v.Damage)
 	}
 }

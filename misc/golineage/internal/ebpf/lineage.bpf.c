@@ -7,9 +7,10 @@
 // walked by frame pointers, the user registers and the words above SP (to
 // repair the innermost frame), and the thread's goroutine lineage record
 // found from its thread pointer as doc/lineage-abi.md, section 5, reader B
-// prescribes. Every offset comes from the ABI header, read by user space
-// and set in the constants below before the program is loaded; nothing here
-// knows the runtime's layout.
+// prescribes. Every offset comes from the ABI header (version 2), read by
+// user space from the executable file (the run-time fields tls_g_offset
+// and record_size from memory) and set in the constants below before the
+// program is loaded; nothing here knows the runtime's layout.
 //
 // Self-contained on purpose (no vmlinux.h or libbpf headers): the object is
 // committed and must rebuild to the same bytes wherever clang 14 runs.
@@ -55,7 +56,7 @@ struct task_struct {
 // Sizes shared with event.go.
 #define MAX_FRAMES 127 // the default kernel.perf_event_max_stack
 #define STACK_WORDS 8
-#define MAX_RECORD 4096 // a record of 64 ancestors and 64 stack entries is 2128 bytes
+#define MAX_RECORD 4096 // a version 2 record of 64 ancestors and 64 stack entries is 1088 bytes
 #define RECORD_TRIES 3
 
 // Event flags.

@@ -26,18 +26,103 @@ import (
 // .noptrdata section it searches.
 const Magic = "\x7fGoLineage\x00\x00\xa5\x5a\xc3\x3c"
 
-// Header field offsets (ABI version 1).
+// Version is the ABI version these offsets describe.
+const Version = 2
+
+// Header field offsets (ABI version 2, doc/lineage-abi.md). All fields are
+// u32 but those named u64 or i64 in the doc.
 const (
-	OffVersion    = 16
-	OffHeaderSize = 20
-	OffFlags      = 28
-	OffSelf       = 32
-	OffRegions    = 40
-	OffNRegions   = 48
-	OffRegionSize = 68
-	OffTLSG       = 168
-	HeaderSize    = 208 // at least, in version 1
+	OffVersion       = 16
+	OffHeaderSize    = 20
+	OffPtrSize       = 24
+	OffFlags         = 28 // rt
+	OffSelf          = 32 // rt, u64
+	OffRegions       = 40 // rt, u64
+	OffNRegions      = 48 // rt, u64
+	OffMaxDepth      = 56 // rt
+	OffMaxStack      = 60 // rt
+	OffRecordSize    = 64 // rt
+	OffRegionSize    = 68
+	OffRegionSeq     = 72
+	OffRegionTid     = 76
+	OffRegionCur     = 80
+	OffRegionNext    = 84
+	OffRegionMid     = 88
+	OffRegionState   = 92
+	OffRecSeq        = 96
+	OffRecG          = 100
+	OffRecGoid       = 104
+	OffRecParentGoid = 108
+	OffRecNanc       = 112 // u16 field
+	OffRecNstk       = 116 // u16 field
+	OffRecFlags      = 120 // u16 field
+	OffRecDepth      = 124
+	OffRecSite       = 128
+	OffRecAnc        = 132
+	OffAncSize       = 136
+	OffAncStart      = 140
+	OffAncGopc       = 144
+	OffRecStack      = 148 // rt
+	OffGM            = 152
+	OffMRegion       = 156
+	OffGRecord       = 160
+	OffTLSG          = 168 // rt, i64
+	OffTextBase      = 176 // rt, u64
+	OffBlocks        = 184 // rt, u64
+	OffNBlocks       = 192 // rt, u64
+	OffWaitReasons   = 200 // rt, u64
+	OffNWaitReasons  = 208
+	OffStringSize    = 212
+	OffBlockHdrSize  = 216
+	OffBlockNext     = 220
+	OffBlockNrec     = 224
+	OffBlockUsed     = 228
+	OffGGoid         = 232
+	OffGStatus       = 236
+	OffGTransitions  = 240
+	OffGWaitReason   = 244
+	OffGWaitSince    = 248
+	OffGSchedSP      = 252
+	OffGSchedPC      = 256
+	OffGSchedBP      = 260
+	OffGSyscallSP    = 264
+	OffGSyscallPC    = 268
+	OffGSyscallBP    = 272
+	OffGStackLo      = 276
+	OffGStackHi      = 280
+	OffGWaiting      = 284
+	OffSudogWaitlink = 288
+	OffSudogElem     = 292
+	OffSudogC        = 296
+	OffSudogIsSelect = 300
+	OffStatusScan    = 304
+	OffStatusMap     = 308 // [16]u8
+	OffGLabels       = 324
+	OffLabelsList    = 328
+	OffLabelSize     = 332
+	OffLabelKey      = 336
+	OffLabelValue    = 340
+	HeaderSize       = 376
 )
+
+// RunTime lists the fields the runtime fills in at run time, marked *[rt]*
+// in the doc's tables: offset and size. Every other header byte is in the
+// executable file as it is in memory.
+var RunTime = [][2]int{
+	{OffFlags, 4}, {OffSelf, 8}, {OffRegions, 8}, {OffNRegions, 8},
+	{OffMaxDepth, 4}, {OffMaxStack, 4}, {OffRecordSize, 4}, {OffRecStack, 4},
+	{OffTLSG, 8}, {OffTextBase, 8}, {OffBlocks, 8}, {OffNBlocks, 8}, {OffWaitReasons, 8},
+}
+
+// IsRunTime reports whether header byte off belongs to a run-time field.
+func IsRunTime(off int) bool {
+	for _, f := range RunTime {
+		if off >= f[0] && off < f[0]+f[1] {
+			return true
+		}
+	}
+	return false
+}
 
 // Header flags.
 const (
@@ -57,13 +142,17 @@ type Header uintptr
 // U returns the uint32 header field at off, an offset the header publishes.
 func (h Header) U(off uintptr) uintptr { return uintptr(P32(uintptr(h) + off)) }
 
+// P16 reads this process's memory at a: the u16 record fields.
+func P16(a uintptr) uint16 { return *(*uint16)(unsafe.Pointer(a)) }
+
 // Region returns the active region of thread tid, found through the
 // registry (bounded by nregions), or 0.
 func (h Header) Region(tid uint64) uintptr {
 	a := uintptr(h)
+	r0 := uintptr(P64(a + OffRegions)) // the head, then the count
 	n := P64(a + OffNRegions)
-	for r, i := uintptr(P64(a+OffRegions)), uint64(0); r != 0 && i < n; r, i = uintptr(P64(r+h.U(84))), i+1 {
-		if P64(r+h.U(72))&1 == 0 && P32(r+h.U(92)) != 0 && P64(r+h.U(76)) == tid {
+	for r, i := r0, uint64(0); r != 0 && i < n; r, i = uintptr(P64(r+h.U(OffRegionNext))), i+1 {
+		if P64(r+h.U(OffRegionSeq))&1 == 0 && P32(r+h.U(OffRegionState)) != 0 && P64(r+h.U(OffRegionTid)) == tid {
 			return r
 		}
 	}
@@ -73,8 +162,9 @@ func (h Header) Region(tid uint64) uintptr {
 // FindInExecutable finds the header from this process's executable file
 // (which may be stripped) by its cookie in .noptrdata, adding the load bias
 // from /proc/self/maps for position-independent executables. It checks the
-// file's copy (version 1, run-time fields zero, 64-byte regions) and that
-// the header in memory is ready and points to itself.
+// file's copy against memory: every byte equal but those of the run-time
+// fields (RunTime), which are zero in the file; the header in memory is
+// ready and points to itself.
 func FindInExecutable() (Header, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -104,14 +194,11 @@ func FindInExecutable() (Header, error) {
 	}
 	fh := data[found[0]:]
 	le := f.ByteOrder
-	if v := le.Uint32(fh[OffVersion:]); v != 1 {
-		return 0, fmt.Errorf("file header version %d", v)
+	if v := le.Uint32(fh[OffVersion:]); v != Version {
+		return 0, fmt.Errorf("file header version %d, want %d", v, Version)
 	}
-	if le.Uint64(fh[OffSelf:]) != 0 || le.Uint32(fh[OffFlags:]) != 0 {
-		return 0, fmt.Errorf("run-time fields not zero in the file")
-	}
-	if rs := le.Uint32(fh[OffRegionSize:]); rs != 64 {
-		return 0, fmt.Errorf("file region_size %d", rs)
+	if hs := le.Uint32(fh[OffHeaderSize:]); hs != HeaderSize {
+		return 0, fmt.Errorf("file header_size %d, want %d", hs, HeaderSize)
 	}
 	addr := uintptr(sec.Addr) + uintptr(found[0])
 	if f.Type == elf.ET_DYN {
@@ -124,7 +211,25 @@ func FindInExecutable() (Header, error) {
 	if P64(addr+OffSelf) != uint64(addr) || P32(addr+OffFlags)&FlagReady == 0 {
 		return 0, fmt.Errorf("header at %#x not ready or self %#x", addr, P64(addr+OffSelf))
 	}
+	if err := CompareFile(fh[:HeaderSize], unsafe.Slice((*byte)(unsafe.Pointer(addr)), HeaderSize)); err != nil {
+		return 0, err
+	}
 	return Header(addr), nil
+}
+
+// CompareFile checks a header as the executable file holds it against the
+// header in memory: the run-time fields are zero in the file, every other
+// byte is the same in both.
+func CompareFile(file, mem []byte) error {
+	for i := 0; i < HeaderSize; i++ {
+		switch {
+		case IsRunTime(i) && file[i] != 0:
+			return fmt.Errorf("header byte %d (a run-time field) is %#x in the file, want 0", i, file[i])
+		case !IsRunTime(i) && file[i] != mem[i]:
+			return fmt.Errorf("header byte %d is %#x in the file, %#x in memory", i, file[i], mem[i])
+		}
+	}
+	return nil
 }
 
 func loadBias(exe string, f *elf.File) (uintptr, error) {

@@ -45,7 +45,7 @@ func lineageStack() error {
 		return err
 	}
 	h := uintptr(hdr)
-	if flags := lp32(h + 28); flags&7 != 7 {
+	if flags := lp32(h + lineageabi.OffFlags); flags&7 != 7 {
 		return fmt.Errorf("flags %#x, want READY|RECORDS|STACKS", flags)
 	}
 	res := make(chan error)
@@ -78,30 +78,30 @@ func lineageCheckLeaf(h uintptr) error {
 	}
 	if fs, ok, err := lineageabi.ThreadPointer(); err != nil {
 		return err
-	} else if lp32(h+28)&8 != 0 && ok {
+	} else if lp32(h+lineageabi.OffFlags)&8 != 0 && ok {
 		// Register-only path: FS base + tls_g_offset -> g -> m -> region.
-		g := uintptr(lp64(uintptr(int64(fs) + int64(lp64(h+168)))))
-		m := uintptr(lp64(g + u(156)))
-		if r := uintptr(lp64(m + u(160))); r != region {
+		g := uintptr(lp64(uintptr(int64(fs) + int64(lp64(h+lineageabi.OffTLSG)))))
+		m := uintptr(lp64(g + u(lineageabi.OffGM)))
+		if r := uintptr(lp64(m + u(lineageabi.OffMRegion))); r != region {
 			return fmt.Errorf("TLS path gives region %#x, registry %#x", r, region)
 		}
 	}
-	rec := uintptr(lp64(region + u(80)))
+	rec := uintptr(lp64(region + u(lineageabi.OffRegionCur)))
 	if rec == 0 {
 		return fmt.Errorf("region has no current record")
 	}
-	s1 := lp64(rec + u(96))
-	nstk := lp32(rec + u(120))
-	gopc := lp64(rec + u(108))
+	s1 := lp64(rec + u(lineageabi.OffRecSeq))
+	nstk := lineageabi.P16(rec + u(lineageabi.OffRecNstk))
+	gopc := lp64(h+lineageabi.OffTextBase) + uint64(lp32(rec+u(lineageabi.OffRecSite)+u(lineageabi.OffAncGopc)))
 	var names []string
 	for i := uintptr(0); i < uintptr(nstk); i++ {
-		pc := uintptr(lp64(rec + u(152) + 8*i))
+		pc := uintptr(lp64(rec + u(lineageabi.OffRecStack) + 8*i))
 		if i == 0 && uint64(pc) != gopc {
 			return fmt.Errorf("stack[0] %#x != gopc %#x", pc, gopc)
 		}
 		names = append(names, runtime.FuncForPC(pc-1).Name())
 	}
-	if s2 := lp64(rec + u(96)); s1 != s2 || s1&1 != 0 {
+	if s2 := lp64(rec + u(lineageabi.OffRecSeq)); s1 != s2 || s1&1 != 0 {
 		return fmt.Errorf("record changed under a stopped writer: seq %d %d", s1, s2)
 	}
 	want := []string{"main.lineageF3", "main.lineageF2", "main.lineageF1", "main.lineageStack", "main.LineageStack", "main.main"}
@@ -113,7 +113,7 @@ func lineageCheckLeaf(h uintptr) error {
 			return fmt.Errorf("creation stack %v, want prefix %v", names, want)
 		}
 	}
-	if lp32(rec+u(124))&2 != 0 {
+	if lineageabi.P16(rec+u(lineageabi.OffRecFlags))&2 != 0 {
 		return fmt.Errorf("stack of %d frames marked truncated: %v", nstk, names)
 	}
 	return nil

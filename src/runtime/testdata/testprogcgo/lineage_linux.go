@@ -53,24 +53,24 @@ func lineageInCallback(call int) error {
 	if r == 0 {
 		return fmt.Errorf("call %d: no region for C thread %d", call, tid)
 	}
-	if st := lp32(r + l.U(92)); st != 2 {
+	if st := lp32(r + l.U(lineageabi.OffRegionState)); st != 2 {
 		return fmt.Errorf("call %d: region state %d, want 2 (extra M)", call, st)
 	}
 	if fs, ok, err := lineageabi.ThreadPointer(); err != nil {
 		return err
-	} else if lp32(uintptr(l)+28)&8 != 0 && ok {
-		g := uintptr(lp64(uintptr(int64(fs) + int64(lp64(uintptr(l)+168)))))
-		m := uintptr(lp64(g + l.U(156)))
-		if got := uintptr(lp64(m + l.U(160))); got != r {
-			return fmt.Errorf("TLS path (offset %d) gives region %#x, registry %#x", int64(lp64(uintptr(l)+168)), got, r)
+	} else if lp32(uintptr(l)+lineageabi.OffFlags)&8 != 0 && ok {
+		g := uintptr(lp64(uintptr(int64(fs) + int64(lp64(uintptr(l)+lineageabi.OffTLSG)))))
+		m := uintptr(lp64(g + l.U(lineageabi.OffGM)))
+		if got := uintptr(lp64(m + l.U(lineageabi.OffMRegion))); got != r {
+			return fmt.Errorf("TLS path (offset %d) gives region %#x, registry %#x", int64(lp64(uintptr(l)+lineageabi.OffTLSG)), got, r)
 		}
 	}
-	rec := uintptr(lp64(r + l.U(80)))
+	rec := uintptr(lp64(r + l.U(lineageabi.OffRegionCur)))
 	if rec == 0 {
 		return fmt.Errorf("call %d: C thread's region has no record", call)
 	}
-	goid := lp64(rec + l.U(100))
-	if fl := lp32(rec + l.U(124)); fl&8 == 0 || goid == 0 {
+	goid := lp64(rec + l.U(lineageabi.OffRecGoid))
+	if fl := lineageabi.P16(rec + l.U(lineageabi.OffRecFlags)); fl&8 == 0 || goid == 0 {
 		return fmt.Errorf("call %d: record goid %d flags %#x, want a cgo callback record", call, goid, fl)
 	}
 	// A goroutine started here has the callback goroutine as parent.
@@ -83,13 +83,15 @@ func lineageInCallback(call int) error {
 			done <- fmt.Errorf("child: no region")
 			return
 		}
-		c := uintptr(lp64(cr + l.U(80)))
+		c := uintptr(lp64(cr + l.U(lineageabi.OffRegionCur)))
 		if c == 0 {
 			done <- fmt.Errorf("child: no record")
 			return
 		}
-		if n, pg, a0, fl := lp32(c+l.U(116)), lp64(c+l.U(112)), lp64(c+l.U(132)+l.U(140)), lp32(c+l.U(124)); n != 1 || pg != goid || a0 != goid || fl != 0 {
-			done <- fmt.Errorf("child: nanc %d parent %d anc[0] %d flags %#x, want 1, %d, %d, 0", n, pg, a0, fl, goid, goid)
+		// anc[0] is the callback goroutine's site entry.
+		site := lp64(rec + l.U(lineageabi.OffRecSite))
+		if n, pg, a0, fl := lineageabi.P16(c+l.U(lineageabi.OffRecNanc)), lp64(c+l.U(lineageabi.OffRecParentGoid)), lp64(c+l.U(lineageabi.OffRecAnc)), lineageabi.P16(c+l.U(lineageabi.OffRecFlags)); n != 1 || pg != goid || a0 != site || fl != 0 {
+			done <- fmt.Errorf("child: nanc %d parent %d anc[0] %#x flags %#x, want 1, %d, %#x, 0", n, pg, a0, fl, goid, site)
 			return
 		}
 		done <- nil
@@ -104,7 +106,7 @@ func LineageCgoCallback() {
 		fmt.Println("FAIL:", err)
 		return
 	}
-	if lp32(h+28)&2 == 0 {
+	if lp32(h+lineageabi.OffFlags)&2 == 0 {
 		fmt.Println("FAIL: lineage records disabled")
 		return
 	}
@@ -136,7 +138,7 @@ func LineageCgoCallbackReturn() {
 		fmt.Println("FAIL:", err)
 		return
 	}
-	if lp32(uintptr(hdr)+28)&2 == 0 {
+	if lp32(uintptr(hdr)+lineageabi.OffFlags)&2 == 0 {
 		fmt.Println("FAIL: lineage records disabled")
 		return
 	}
@@ -150,7 +152,7 @@ func LineageCgoCallbackReturn() {
 	// The callback has returned to C, or is about to. A region that still
 	// names the thread must stop naming a record, and keep it so.
 	if r := hdr.Region(linCTid); r != 0 {
-		cur := func() uint64 { return lp64(r + hdr.U(80)) }
+		cur := func() uint64 { return lp64(r + hdr.U(lineageabi.OffRegionCur)) }
 		deadline := time.Now().Add(10 * time.Second)
 		for cur() != 0 {
 			if time.Now().After(deadline) {
