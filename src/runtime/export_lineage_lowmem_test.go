@@ -15,7 +15,8 @@ func LineageLowRange() (lo, hi uintptr) {
 	if GOOS != "linux" || unsafe.Sizeof(uintptr(0)) != 8 || raceenabled || asanenabled || msanenabled {
 		return 0, 0
 	}
-	return lineageLowHint - 64*lineageLowChunk, lineageLowHint
+	hi = uintptr(lineageLowHint)
+	return hi - 64*lineageLowChunk, hi
 }
 
 // LineageMemory lists the addresses of the registry's blocks and of the

@@ -34,7 +34,7 @@ const (
 	// lineageLowChunk is the size of one mapping; its first chunk ends at
 	// lineageLowHint and later ones below it.
 	lineageLowChunk = 1 << 20
-	lineageLowHint  = 0x00bf << 32
+	lineageLowHint  = 0x00bf << 32 * (goarch.PtrSize / 8) // 64-bit only
 )
 
 var lineageLow struct {
