@@ -68,55 +68,91 @@ func TestInterruptRead(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args[:len(c.args)-1], " "), func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(toolBinary(t), c.args...)
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
 			stop := slices.Contains(c.args, "-stop") || slices.Contains(c.args, "-consistent")
-			if stop {
-				// The read has begun once the threads are held.
-				for !threadsHeld(p.pid()) {
-					select {
-					case err := <-done:
-						t.Fatalf("golineage ended (%v) before it stopped the target; stderr %q", err, stderr.String())
-					default:
-					}
-					time.Sleep(100 * time.Microsecond)
+			// A read that does not stop the target has no outward sign
+			// that it began, so the signal follows a delay. A read that
+			// ended before it (a fast machine, a small target) tested
+			// nothing: try again with half that read's whole time.
+			delay := 200 * time.Millisecond
+			for attempt := 0; ; attempt++ {
+				took, early := interruptRead(t, p, c.args, c.sig, stop, delay)
+				if !early {
+					break
 				}
-			} else {
-				time.Sleep(200 * time.Millisecond)
+				if attempt == 3 || took < 20*time.Millisecond {
+					t.Skipf("every read ended before the signal (the last in %v): nothing to interrupt", took)
+				}
+				t.Logf("the read ended in %v, before the signal; again, with the signal after %v", took, took/2)
+				delay = took / 2
 			}
-			sent := time.Now()
-			cmd.Process.Signal(c.sig)
-			for threadsHeld(p.pid()) && time.Since(sent) < 10*time.Second {
-				time.Sleep(100 * time.Microsecond)
-			}
-			resumed := time.Since(sent)
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("golineage did not end after %v", c.sig)
-			}
-			exited := time.Since(sent)
-			t.Logf("%v: target running again after %v, golineage exited after %v", c.sig, resumed, exited)
-			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
-				t.Errorf("exit: %v, want status 130; stderr %q", err, stderr.String())
-			}
-			if stdout.Len() > 0 && c.args[0] != "profile" {
-				t.Errorf("an interrupted read printed %d bytes", stdout.Len())
-			}
-			if stop && resumed > time.Second {
-				t.Errorf("the target stayed stopped %v after %v", resumed, c.sig)
-			}
-			p.checkRunning(t)
 		})
 	}
+}
+
+// interruptRead runs golineage with args, sends sig once the read has
+// begun (stop: the target's threads are held; otherwise after delay) and
+// checks the outcome. early reports a read that ended, successfully,
+// before the signal was sent, and took how long it ran.
+func interruptRead(t *testing.T, p *proc, args []string, sig syscall.Signal, stop bool, delay time.Duration) (took time.Duration, early bool) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(toolBinary(t), args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if stop {
+		// The read has begun once the threads are held.
+		for !threadsHeld(p.pid()) {
+			select {
+			case err := <-done:
+				t.Fatalf("golineage ended (%v) before it stopped the target; stderr %q", err, stderr.String())
+			default:
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	} else {
+		select {
+		case err := <-done:
+			if err == nil {
+				return time.Since(started), true
+			}
+			t.Fatalf("golineage failed before the signal: %v; stderr %q", err, stderr.String())
+		case <-time.After(delay):
+		}
+	}
+	sent := time.Now()
+	cmd.Process.Signal(sig)
+	for threadsHeld(p.pid()) && time.Since(sent) < 10*time.Second {
+		time.Sleep(100 * time.Microsecond)
+	}
+	resumed := time.Since(sent)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("golineage did not end after %v", sig)
+	}
+	exited := time.Since(sent)
+	t.Logf("%v: target running again after %v, golineage exited after %v", sig, resumed, exited)
+	if !stop && err == nil {
+		// The read ended between the check above and the signal.
+		return time.Since(started), true
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Errorf("exit: %v, want status 130; stderr %q", err, stderr.String())
+	}
+	if stdout.Len() > 0 && args[0] != "profile" {
+		t.Errorf("an interrupted read printed %d bytes", stdout.Len())
+	}
+	if stop && resumed > time.Second {
+		t.Errorf("the target stayed stopped %v after %v", resumed, sig)
+	}
+	p.checkRunning(t)
+	return 0, false
 }
 
 // TestReadCanceled: a live read whose context is canceled in the middle
