@@ -45,6 +45,28 @@ func memProfFP(mp *m) bool {
 	return fpProfArch && debug.memprofilefpunwindoff.Load() == 0 && mp.fpScratch != nil && !mp.fpUnwindNeedsCgoTraceback() && !fpUnwindPanicking(mp.curg)
 }
 
+// memProfWalkBounds returns the mode of a heap profile walk on gp (1 on
+// the system stack, 0 on a user goroutine) and the upper bound of its
+// frame records.
+func memProfWalkBounds(mp *m, gp *g) (mode, hi uintptr) {
+	if gp != mp.curg {
+		mode = 1
+	}
+	hi = gp.stack.hi
+	if mode == 1 && (mp == &m0 || iscgo || mStackIsSystemAllocated()) {
+		// An OS-allocated g0 stack's recorded top (see mstart0) lies
+		// below the frames of mstart0 and mstart.
+		hi += fpOSStackSlack
+	}
+	return mode, hi
+}
+
+// memProfWalkOK reports whether a heap profile walk of the given mode
+// that ended with how holds the whole stack callers() would record.
+func memProfWalkOK(how int, mode uintptr) bool {
+	return how == fpWalkEnd || how == fpWalkFull || (how == fpWalkLeft && mode == 1)
+}
+
 // mProf_MallocFP returns the bucket for the current allocation of the given
 // size, as mProf_Malloc would find with callers(3, ...). It is called only by
 // mProf_Malloc and calls callers(4, ...) itself to skip its own frame, so it
@@ -54,21 +76,12 @@ func memProfFP(mp *m) bool {
 func mProf_MallocFP(mp *m, size uintptr) *bucket {
 	sc := mp.fpScratch
 	gp := getg()
-	var mode uintptr
-	if gp != mp.curg {
-		mode = 1
-	}
 	// The first PC is the return address into mProf_Malloc; skipping three
 	// logical frames (mProf_Malloc, profilealloc, and the malloc function
 	// that called it) matches callers(3) in mProf_Malloc.
-	hi := gp.stack.hi
-	if mode == 1 && (mp == &m0 || iscgo || mStackIsSystemAllocated()) {
-		// An OS-allocated g0 stack's recorded top (see mstart0) lies
-		// below the frames of mstart0 and mstart.
-		hi += fpOSStackSlack
-	}
+	mode, hi := memProfWalkBounds(mp, gp)
 	n, how := fpWalk(getfp(), gp.stack.lo, hi, sc.phys)
-	ok := how == fpWalkEnd || how == fpWalkFull || (how == fpWalkLeft && mode == 1)
+	ok := memProfWalkOK(how, mode)
 	depth := int(debug.profstackdepth) + 2
 	if !ok {
 		nstk := callers(4, mp.profStack[:depth])
@@ -104,4 +117,52 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 	b := stkbucket(memProfile, size, mp.profStack[:nstk], true)
 	memProfStacks.insert(h, phys, size, mode == 1, nil, b, !same)
 	return b
+}
+
+// memProfStackKey is the key of memProfStacks entries that hold a logical
+// stack (entry.logic) instead of a bucket: no allocation size is ^0. Their
+// users (the lineage profile, which appends the goroutine's ancestry
+// before looking the bucket up) must not create the bucket of the stack
+// alone, which would then appear in the profile with zero values.
+const memProfStackKey = ^uintptr(0)
+
+// mProf_StackFP stores into mp.profStack the stack of the current
+// allocation, skipping skip logical frames from the return address into
+// its caller (what callers(skip+1, ...) stores when called here), and
+// returns its length. It reuses the logical stack remembered for the
+// physical one, confirmed once by the slow unwinder as mProf_MallocFP
+// confirms its buckets, and creates no bucket.
+//
+//go:noinline
+func mProf_StackFP(mp *m, skip int) int {
+	depth := int(debug.profstackdepth) + 2
+	dst := mp.profStack[:depth]
+	if !memProfFP(mp) {
+		return callers(skip+1, dst)
+	}
+	sc := mp.fpScratch
+	gp := getg()
+	mode, hi := memProfWalkBounds(mp, gp)
+	n, how := fpWalk(getfp(), gp.stack.lo, hi, sc.phys)
+	if !memProfWalkOK(how, mode) {
+		return callers(skip+1, dst)
+	}
+	phys := sc.phys[:n]
+	h := fpStackHash(phys, memProfStackKey^mode<<1)
+	if debug.fpunwindcheck == 0 {
+		if e := memProfStacks.lookup(h, phys, memProfStackKey, mode == 1); e != nil {
+			if e.slow {
+				return callers(skip+1, dst)
+			}
+			return copy(dst, e.logic())
+		}
+	}
+	nfp, stopped := fpLogicalPCs(skip, phys, sc.logic[:depth], false)
+	nstk := callers(skip+1, dst)
+	same := eqslice(sc.logic[:nfp], dst[:nstk]) && (nfp == depth || stopped)
+	if debug.fpunwindcheck != 0 {
+		fpunwindcheckRecord(fpunwindcheckHeap, gp, sc.logic[:nfp], dst[:nstk])
+	}
+	memProfStacks.insert(h, phys, memProfStackKey, mode == 1, dst[:nstk], nil, !same)
+	return nstk
 }

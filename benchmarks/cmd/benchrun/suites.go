@@ -40,7 +40,7 @@ func allSuites(lineage string) []*suite {
 		{
 			name: "heap",
 			runs: []run{
-				{pkg: "./heap", bench: "^Benchmark(Alloc64|StackCapture|Callers)$"},
+				{pkg: "./heap", bench: "^Benchmark(Alloc64|StackCapture|Callers|Tree)$"},
 				{pkg: "./heap", bench: "^Benchmark(Garbage|JSON)$", env: []string{"BENCH_MEMPROFILERATE=1"}},
 				{pkg: "./heap", bench: "^Benchmark(Garbage|JSON)$", env: []string{"BENCH_MEMPROFILERATE=4096"}},
 				{pkg: "./heap", bench: "^Benchmark(Garbage|JSON)$"},
@@ -50,7 +50,7 @@ func allSuites(lineage string) []*suite {
 		{
 			name: "goprof",
 			runs: []run{
-				{pkg: "./goprof", bench: "^BenchmarkGoroutineProfile$"},
+				{pkg: "./goprof", bench: "^BenchmarkGoroutineProfile(Moved)?$"},
 				// Each op is a 250 ms fgprof session.
 				{pkg: "./goprof", bench: "^BenchmarkFgprof$", benchtime: "4x", quickBenchtime: "1x"},
 			},

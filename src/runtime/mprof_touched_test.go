@@ -1,0 +1,126 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package runtime_test
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+)
+
+var touchSink []*[4]int
+
+// touchAllocAt allocates n objects from a stack d frames of touchAllocAt
+// deep, a distinct memory profile bucket per d.
+//
+//go:noinline
+func touchAllocAt(d, n int) {
+	if d > 0 {
+		touchAllocAt(d-1, n)
+		return
+	}
+	for range n {
+		touchSink = append(touchSink, new([4]int))
+	}
+}
+
+// touchCounts returns the published allocs and frees of the buckets of
+// touchAllocAt, by depth.
+func touchCounts() (allocs, frees map[int]int64) {
+	var p []runtime.MemProfileRecord
+	n, _ := runtime.MemProfile(nil, true)
+	for {
+		p = make([]runtime.MemProfileRecord, n+50)
+		var ok bool
+		if n, ok = runtime.MemProfile(p, true); ok {
+			p = p[:n]
+			break
+		}
+	}
+	allocs, frees = map[int]int64{}, map[int]int64{}
+	for _, r := range p {
+		d := -1
+		frames := runtime.CallersFrames(r.Stack())
+		for {
+			f, more := frames.Next()
+			if strings.HasSuffix(f.Function, ".touchAllocAt") {
+				d++
+			}
+			if !more {
+				break
+			}
+		}
+		if d >= 0 && r.AllocObjects != 0 {
+			allocs[d] += r.AllocObjects
+			frees[d] += r.FreeObjects
+		}
+	}
+	return allocs, frees
+}
+
+// TestMemProfileFlushTouched checks that the garbage collector's flushes,
+// which visit only the buckets that counted into a cycle, publish every
+// allocation and free, and that buckets not touched in a cycle keep their
+// counts.
+func TestMemProfileFlushTouched(t *testing.T) {
+	defer func(old int) { runtime.MemProfileRate = old }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1
+	const depths, per = 24, 7
+	runtime.GC()
+	runtime.GC()
+	a0, f0 := touchCounts()
+	touchSink = make([]*[4]int, 0, depths*per) // no growth in touchAllocAt
+	for d := range depths {
+		touchAllocAt(d, per)
+	}
+	// Two cycles publish the allocations.
+	runtime.GC()
+	runtime.GC()
+	runtime.GC()
+	am, fm := touchCounts()
+	// The frees come cycles after the allocations, when no allocation
+	// touches the buckets: one more cycle publishes them.
+	touchSink = nil
+	runtime.GC()
+	runtime.GC()
+	runtime.GC()
+	a1, f1 := touchCounts()
+	for d := range depths {
+		if got := am[d] - a0[d]; got != per {
+			t.Errorf("depth %d: %d allocations published, want %d", d, got, per)
+		}
+		if got := fm[d] - f0[d]; got != 0 {
+			t.Errorf("depth %d: %d frees published while all are live", d, got)
+		}
+		if got := a1[d] - a0[d]; got != per {
+			t.Errorf("depth %d: %d allocations published after the frees, want %d", d, got, per)
+		}
+		if got := f1[d] - f0[d]; got != per {
+			t.Errorf("depth %d: %d frees published, want %d", d, got, per)
+		}
+	}
+	// Touch only every third bucket.
+	touchSink = make([]*[4]int, 0, depths*per)
+	for d := 0; d < depths; d += 3 {
+		touchAllocAt(d, per)
+	}
+	touchSink = nil
+	runtime.GC()
+	runtime.GC()
+	runtime.GC()
+	a2, f2 := touchCounts()
+	for d := range depths {
+		want := int64(0)
+		if d%3 == 0 {
+			want = per
+		}
+		if got := a2[d] - a1[d]; got != want {
+			t.Errorf("second round, depth %d: %d allocations published, want %d", d, got, want)
+		}
+		if got := f2[d] - f1[d]; got != want {
+			t.Errorf("second round, depth %d: %d frees published, want %d", d, got, want)
+		}
+	}
+}
