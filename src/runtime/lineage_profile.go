@@ -34,10 +34,11 @@
 // depth limit (maxCPUProfStack, debug.profstackdepth): the ancestry is
 // truncated first, the goroutine's own frames never.
 //
-// The heap profiler finds a sample's bucket as before (by frame pointers or
-// callers) and then, if the goroutine has ancestry, the bucket of that
-// stack followed by the ancestry; the first bucket keeps zero counts, so
-// the heap profile also lists the plain stack with zero values.
+// The heap profiler, with the setting on, takes the allocation's stack
+// from the frame-pointer profiler's table of logical stacks (mprof_heapfp.go)
+// and creates only the bucket of that stack followed by the ancestry
+// (mProf_MallocLineage), so the heap profile never lists the plain stack
+// with zero values beside it.
 //
 // The hooks in upstream files (sigprof, mProf_Malloc, saveblockevent,
 // mLockProfile.captureStack, saveg) check the setting inline: when it is
@@ -144,26 +145,22 @@ func lineageProfCPUAppend(gp *g, stk *[maxCPUProfStack]uintptr, n int) int {
 	return lineageProfAppend(gp, stk[:], n, maxCPUProfStack)
 }
 
-// lineageProfHeap is mProf_Malloc's hook: it returns the bucket to charge
-// for an allocation of size bytes whose stack (without ancestry) is b's.
-func lineageProfHeap(mp *m, b *bucket, size uintptr) *bucket {
-	if debug.lineageprofile.Load() == 0 {
-		return b
-	}
-	return lineageProfHeapBucket(mp, b, size)
-}
-
-// lineageProfHeapBucket copies b's stack into mp.profStack, which
-// mProf_Malloc no longer uses, appends the ancestry and looks its bucket
-// up (stkbucket hashes the stack and finds an existing bucket without a
-// lock).
-func lineageProfHeapBucket(mp *m, b *bucket, size uintptr) *bucket {
-	n := copy(mp.profStack, b.stk())
-	m := lineageProfAppend(mp.curg, mp.profStack, n, int(debug.profstackdepth))
-	if m == n {
-		return b
-	}
-	return stkbucket(memProfile, size, mp.profStack[:m], true)
+// mProf_MallocLineage returns the bucket of the current allocation of the
+// given size when GODEBUG=lineageprofile=1: the allocation's stack, as
+// mProf_Malloc's callers(3, ...) records it, with the goroutine's creation
+// ancestry appended. Only that bucket is created: the stack alone is taken
+// from mProf_StackFP's table of logical stacks, not from a bucket, so the
+// heap profile holds no zero-valued bucket for the stack without its
+// ancestry. It is called only by mProf_Malloc and must not be inlined
+// (mProf_StackFP skips its frame).
+//
+//go:noinline
+func mProf_MallocLineage(mp *m, size uintptr) *bucket {
+	// Skip mProf_MallocLineage, mProf_Malloc, profilealloc and the malloc
+	// function.
+	n := mProf_StackFP(mp, 4)
+	n = lineageProfAppend(mp.curg, mp.profStack, n, int(debug.profstackdepth))
+	return stkbucket(memProfile, size, mp.profStack[:n], true)
 }
 
 // lineageProfBlock is the hook of saveblockevent and of the runtime-lock
