@@ -103,8 +103,11 @@ func TestLineageProfile(t *testing.T) {
 			var acceptorCum, cruncherCum int64
 			for _, s := range p.Sample {
 				if !slices.ContainsFunc(s.Value, func(v int64) bool { return v != 0 }) {
-					// The heap profile's bucket of a stack
-					// without its ancestry (lineage_profile.go).
+					// A heap bucket whose allocations are not
+					// published yet (a cycle still in progress);
+					// TestMemProfileLineageNoZeroBucket checks
+					// that none stands for a stack without its
+					// ancestry.
 					continue
 				}
 				fns := lineageProfileFuncs(s)
