@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,19 +112,77 @@ func needTool(t *testing.T, name string) string {
 
 // cReader is a small C reader: it finds the lineage header in an
 // executable's .noptrdata as section 2 says and prints some of its fields,
-// one "name value" a line. checks holds _Static_asserts generated from the
-// Go constants.
-const cReader = `#include <elf.h>
+// one "name value" a line; then, given a process of that executable and
+// its load bias, it reads the header from the process's memory and lists
+// its goroutines from the registry (section 13), "g goid parent status"
+// a line. checks holds _Static_asserts generated from the Go constants.
+const cReader = `#define _XOPEN_SOURCE 700
+#include <elf.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "golineage_abi.h"
 
 %s
 
+static int mem;
+
+static int rd(void *p, size_t n, uint64_t addr) {
+	return pread(mem, p, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
+}
+
+static uint64_t u64(uint64_t addr) {
+	uint64_t v = 0;
+	rd(&v, sizeof v, addr);
+	return v;
+}
+
+static uint32_t u32(uint64_t addr) {
+	uint32_t v = 0;
+	rd(&v, sizeof v, addr);
+	return v;
+}
+
+/* goroutines lists the registry of the process whose header is at addr. */
+static int goroutines(uint64_t addr) {
+	struct golineage_header h;
+	if (rd(&h, sizeof h, addr) != 0) { perror("reading the header"); return 1; }
+	if (!(h.flags & GOLINEAGE_FLAG_READY) || !(h.flags & GOLINEAGE_FLAG_REGISTRY) || h.self != addr) {
+		fprintf(stderr, "header not ready (flags %%#x, self %%#llx)\n", h.flags, (unsigned long long)h.self);
+		return 1;
+	}
+	uint64_t b = u64(addr + GOLINEAGE_HDR_OFF_BLOCKS);
+	uint64_t nblocks = u64(addr + GOLINEAGE_HDR_OFF_NBLOCKS);
+	for (uint64_t n = 0; b != 0 && n < nblocks; n++) {
+		uint32_t used = u32(b + h.off_block_used);
+		for (uint32_t i = 0; i < used && i <= u32(b + h.off_block_nrec); i++) {
+			uint64_t rec = b + h.block_header_size + (uint64_t)i * h.record_size;
+			for (int try = 0; try < GOLINEAGE_RETRIES; try++) {
+				uint64_t seq = u64(rec + h.off_rec_seq);
+				if (seq == 0 || (seq & 1))
+					break;
+				uint64_t g = u64(rec + h.off_rec_g), goid = u64(rec + h.off_rec_goid);
+				uint64_t parent = u64(rec + h.off_rec_parent_goid);
+				uint32_t st = u32(g + h.off_g_status) & ~h.status_scan;
+				unsigned code = st < sizeof h.status_map ? h.status_map[st] : GOLINEAGE_STATUS_UNKNOWN;
+				if (u64(rec + h.off_rec_seq) != seq)
+					continue;
+				if (u64(g + h.off_g_goid) != goid || code == GOLINEAGE_STATUS_DEAD || code == GOLINEAGE_STATUS_IDLE)
+					break;
+				printf("g %%llu %%llu %%u\n", (unsigned long long)goid, (unsigned long long)parent, code);
+				break;
+			}
+		}
+		b = u64(b + h.off_block_next);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv) {
-	if (argc != 2) return 2;
+	if (argc != 2 && argc != 4) return 2;
 	FILE *f = fopen(argv[1], "rb");
 	if (!f) { perror(argv[1]); return 1; }
 	fseek(f, 0, SEEK_END);
@@ -154,7 +213,12 @@ int main(int argc, char **argv) {
 			printf("off_g_goid %%u\noff_g_status %%u\noff_g_labels %%u\nlabel_size %%u\n",
 			       h.off_g_goid, h.off_g_status, h.off_g_labels, h.label_size);
 			printf("status_map_2 %%u\n", h.status_map[2]);
-			return 0;
+			if (argc == 2)
+				return 0;
+			char path[64];
+			snprintf(path, sizeof path, "/proc/%%s/mem", argv[2]);
+			if ((mem = open(path, O_RDONLY)) < 0) { perror(path); return 1; }
+			return goroutines(sh[i].sh_addr + off + strtoull(argv[3], 0, 0));
 		}
 	}
 	fprintf(stderr, "no lineage header\n");
@@ -183,17 +247,15 @@ func cChecks() string {
 }
 
 // TestCHeaderC compiles a C reader with the header (gcc -Wall -Werror
-// -std=c11), runs it on a fork-built executable and compares what it reads
-// with the Go reader's values; and compiles the header for eBPF (clang
-// -target bpf, GOLINEAGE_NO_STDINT).
+// -std=c11), runs it on a fork-built program (plain and PIE): the header
+// fields it reads from the executable file and the goroutines it lists from
+// the process's memory must be the Go reader's. It also compiles the header
+// for eBPF (clang -target bpf, GOLINEAGE_NO_STDINT).
 func TestCHeaderC(t *testing.T) {
 	gcc := needTool(t, "gcc")
 	if testing.Short() {
 		t.Skip("skipping: builds and runs a program")
 	}
-	a, mem, _ := startTarget(t)
-	// The target's executable file, as the kernel keeps it.
-	exe := strings.TrimSuffix(mem.(procMem).f.Name(), "/mem") + "/exe"
 	dir := t.TempDir()
 	inc, err := filepath.Abs(filepath.Dir(CHeaderPath))
 	if err != nil {
@@ -207,12 +269,49 @@ func TestCHeaderC(t *testing.T) {
 	if out, err := exec.Command(gcc, "-Wall", "-Werror", "-std=c11", "-I", inc, "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, exe).Output()
+	for _, flags := range [][]string{nil, {"-buildmode=pie"}} {
+		t.Run(strings.Join(append([]string{"default"}, flags...), " "), func(t *testing.T) {
+			checkCReader(t, bin, flags...)
+		})
+	}
+
+	// The eBPF side: the header compiles without <stdint.h>.
+	clang := needTool(t, "clang")
+	bpf := filepath.Join(dir, "probe.bpf.c")
+	if err := os.WriteFile(bpf, []byte(`typedef unsigned char uint8_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef long long int64_t;
+#define GOLINEAGE_NO_STDINT
+#include "golineage_abi.h"
+`+cChecks()+`
+int probe(struct golineage_header *h) { return h->off_rec_goid + GOLINEAGE_DEFAULT_RECORD_SIZE(8, 0); }
+`), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(clang, "-O2", "-target", "bpf", "-Wall", "-Werror", "-I", inc, "-c", "-o", filepath.Join(dir, "probe.o"), bpf).CombinedOutput(); err != nil {
+		t.Fatalf("clang -target bpf: %v\n%s", err, out)
+	}
+}
+
+// checkCReader runs the C reader bin on a target built with flags and
+// compares what it reads with the Go reader's values.
+func checkCReader(t *testing.T, bin string, flags ...string) {
+	a, mem, bias := startTarget(t, flags...)
+	// The target's executable file, as the kernel keeps it.
+	proc := strings.TrimSuffix(mem.(procMem).f.Name(), "/mem")
+	exe := proc + "/exe"
+	out, err := exec.Command(bin, exe, filepath.Base(proc), strconv.FormatUint(bias, 10)).Output()
 	if err != nil {
 		t.Fatalf("the C reader: %v", err)
 	}
 	got := map[string]uint64{}
+	var gs []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "g ") {
+			gs = append(gs, l)
+			continue
+		}
 		k, v, _ := strings.Cut(l, " ")
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -246,21 +345,28 @@ func TestCHeaderC(t *testing.T) {
 		t.Errorf("the file's header holds no g offsets (off_g_status %d, off_g_m %d)", r.OffGStatus, h.OffGM)
 	}
 
-	// The eBPF side: the header compiles without <stdint.h>.
-	clang := needTool(t, "clang")
-	bpf := filepath.Join(dir, "probe.bpf.c")
-	if err := os.WriteFile(bpf, []byte(`typedef unsigned char uint8_t;
-typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t;
-typedef long long int64_t;
-#define GOLINEAGE_NO_STDINT
-#include "golineage_abi.h"
-`+cChecks()+`
-int probe(struct golineage_header *h) { return h->off_rec_goid + GOLINEAGE_DEFAULT_RECORD_SIZE(8, 0); }
-`), 0o666); err != nil {
+	// The goroutines: the C reader's list is the Go reader's (the target
+	// is idle: its goroutines are parked or in a system call).
+	v, err := a.Load(mem, bias)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(clang, "-O2", "-target", "bpf", "-Wall", "-Werror", "-I", inc, "-c", "-o", filepath.Join(dir, "probe.o"), bpf).CombinedOutput(); err != nil {
-		t.Fatalf("clang -target bpf: %v\n%s", err, out)
+	ggs, _, err := v.Goroutines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantGs []string
+	waiting := 0
+	for _, g := range ggs {
+		wantGs = append(wantGs, fmt.Sprintf("g %d %d %d", g.Goid, g.Record.ParentGoid, g.Status))
+		if g.Status == StatusWaiting {
+			waiting++
+		}
+	}
+	slices.Sort(gs)
+	slices.Sort(wantGs)
+	t.Logf("the C reader listed %d goroutines, %d waiting", len(gs), waiting)
+	if !slices.Equal(gs, wantGs) || waiting == 0 {
+		t.Errorf("the C reader listed (g goid parent status)\n%s\nthe Go reader\n%s", strings.Join(gs, "\n"), strings.Join(wantGs, "\n"))
 	}
 }
