@@ -106,7 +106,7 @@ func CHeader() []byte {
  * ancestor entries, g, m, sudog and label structs. Read them from the
  * header at run time (its off_* and *_size fields); the GOLINEAGE_DEFAULT_*
  * values below are how this runtime lays them out today, for tests and
- * for reading a core without its header, not for compiling into a reader.
+ * for checking what a reader found, not for compiling into a reader.
  *
  * Define GOLINEAGE_NO_STDINT and the types uint8_t, uint32_t, uint64_t and
  * int64_t before including this file where <stdint.h> is not available
@@ -189,7 +189,7 @@ func CHeader() []byte {
 	p("#define GOLINEAGE_DEFAULT_OFF_REC_STACK(d) (GOLINEAGE_DEFAULT_OFF_REC_ANC + GOLINEAGE_DEFAULT_ANC_SIZE * (d))\n")
 	p("#define GOLINEAGE_DEFAULT_RECORD_SIZE(d, s) (GOLINEAGE_DEFAULT_OFF_REC_STACK(d) + 8 * (s))\n")
 
-	p("\n/* The header, as in the file and in memory (little-endian, ptr_size 8). */\n")
+	p("\n/* The header, as in the file and in memory (little-endian). */\n")
 	p("struct golineage_header {\n")
 	for i, f := range HeaderFields {
 		typ, suffix := cFieldType(f)

@@ -27,7 +27,7 @@
  * ancestor entries, g, m, sudog and label structs. Read them from the
  * header at run time (its off_* and *_size fields); the GOLINEAGE_DEFAULT_*
  * values below are how this runtime lays them out today, for tests and
- * for reading a core without its header, not for compiling into a reader.
+ * for checking what a reader found, not for compiling into a reader.
  *
  * Define GOLINEAGE_NO_STDINT and the types uint8_t, uint32_t, uint64_t and
  * int64_t before including this file where <stdint.h> is not available
@@ -265,7 +265,7 @@
 #define GOLINEAGE_DEFAULT_OFF_REC_STACK(d) (GOLINEAGE_DEFAULT_OFF_REC_ANC + GOLINEAGE_DEFAULT_ANC_SIZE * (d))
 #define GOLINEAGE_DEFAULT_RECORD_SIZE(d, s) (GOLINEAGE_DEFAULT_OFF_REC_STACK(d) + 8 * (s))
 
-/* The header, as in the file and in memory (little-endian, ptr_size 8). */
+/* The header, as in the file and in memory (little-endian). */
 struct golineage_header {
 	uint8_t magic[16];
 	uint32_t version;
