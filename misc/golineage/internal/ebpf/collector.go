@@ -33,7 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-//go:generate clang -O2 -g -target bpf -fdebug-compilation-dir=. -Wall -Werror -c lineage.bpf.c -o lineage_bpfel.o
+//go:generate clang -O2 -g -target bpf -fdebug-compilation-dir=. -I../../../lineage/include -Wall -Werror -c lineage.bpf.c -o lineage_bpfel.o
 
 //go:embed lineage_bpfel.o
 var object []byte

@@ -10,9 +10,11 @@
 // prescribes. Every offset comes from the ABI header (version 2), read by
 // user space from the executable file (the run-time fields tls_g_offset
 // and record_size from memory) and set in the constants below before the
-// program is loaded; nothing here knows the runtime's layout.
+// program is loaded; nothing here knows the runtime's layout. The ABI's
+// fixed constants come from golineage_abi.h, generated from the Go reader's
+// (misc/lineage/include; the go:generate line in collector.go passes -I).
 //
-// Self-contained on purpose (no vmlinux.h or libbpf headers): the object is
+// Self-contained otherwise (no vmlinux.h or libbpf headers): the object is
 // committed and must rebuild to the same bytes wherever clang 14 runs.
 
 typedef unsigned char __u8;
@@ -20,6 +22,14 @@ typedef unsigned int __u32;
 typedef int __s32;
 typedef unsigned long long __u64;
 typedef long long __s64;
+
+// golineage_abi.h's types, without <stdint.h> (not available to -target bpf).
+typedef __u8 uint8_t;
+typedef __u32 uint32_t;
+typedef __u64 uint64_t;
+typedef __s64 int64_t;
+#define GOLINEAGE_NO_STDINT
+#include "golineage_abi.h"
 
 #define SEC(name) __attribute__((section(name), used))
 #define __uint(name, val) int(*name)[val]
@@ -56,8 +66,14 @@ struct task_struct {
 // Sizes shared with event.go.
 #define MAX_FRAMES 127 // the default kernel.perf_event_max_stack
 #define STACK_WORDS 8
-#define MAX_RECORD 4096 // a version 2 record of 64 ancestors and 64 stack entries is 1088 bytes
-#define RECORD_TRIES 3
+#define MAX_RECORD 4096
+#define RECORD_TRIES GOLINEAGE_RETRIES
+
+// A record of today's layout at the GODEBUG caps fits (1088 bytes); a
+// larger record_size is copied up to MAX_RECORD, and user space checks that
+// the fields it reads lie in the bytes copied.
+_Static_assert(GOLINEAGE_DEFAULT_RECORD_SIZE(GOLINEAGE_MAX_DEPTH_LIMIT, GOLINEAGE_MAX_STACK_LIMIT) <= MAX_RECORD,
+	       "MAX_RECORD holds a record at the GODEBUG caps");
 
 // Event flags.
 #define EV_LINEAGE 1   // g, m and the region were found
@@ -83,7 +99,11 @@ struct event {
 // offsets against it.
 struct event *event_layout __attribute__((unused));
 
-// Set by user space before loading.
+// Set by user space before loading, from the target's header: each is the
+// header field of its name (struct golineage_header), lineage and tls_g its
+// flags GOLINEAGE_FLAG_RECORDS and GOLINEAGE_FLAG_TLS_G. They stay run-time
+// values: the header's offsets, not today's GOLINEAGE_DEFAULT_* layout, are
+// the ABI, and record_size and tls_g_offset are [rt] fields.
 volatile const __u32 target_tgid;
 volatile const __u32 lineage;   // 1: the target publishes records
 volatile const __u32 tls_g;     // 1: g at fsbase+tls_g_offset; 0: g in r14
