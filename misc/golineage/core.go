@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // openCore opens a core file and the executable it came from. A damaged

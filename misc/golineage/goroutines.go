@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // Every goroutine of a process or core, from the lineage registry

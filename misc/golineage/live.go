@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 	"golang.org/x/sys/unix"
 )
 
@@ -368,7 +368,7 @@ func (pw *parkedWalker) walk(gs []*lineageabi.Goroutine) []*stack.Walk {
 	if testHookWalk != nil {
 		testHookWalk()
 	}
-	vectored(snap.mem, bufs, addrs, errs)
+	target.ReadV(snap.mem, bufs, addrs, errs)
 	sc := &stackCopy{m: snap.mem}
 	for i := range gs {
 		if !walk[i] {
@@ -383,17 +383,6 @@ func (pw *parkedWalker) walk(gs []*lineageabi.Goroutine) []*stack.Walk {
 		out[i] = pw.intern()
 	}
 	return out
-}
-
-// vectored reads the ranges in as few calls as m allows.
-func vectored(m target.Mem, bufs [][]byte, addrs []uint64, errs []error) {
-	if vm, ok := m.(lineageabi.VecMem); ok {
-		vm.ReadV(bufs, addrs, errs)
-		return
-	}
-	for i := range bufs {
-		errs[i] = m.ReadAt(bufs[i], addrs[i])
-	}
 }
 
 // stackCopy serves reads from a copy of part of a stack, and the rest from m.

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 type profileFlags struct {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // ps -json: one JSON object per goroutine and line, in the schema of

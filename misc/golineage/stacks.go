@@ -11,10 +11,10 @@ import (
 	"os"
 	"strconv"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // snapshot is a target held still: a stopped process or a core file.

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // exeFlags defines -bias for the helper commands; open parses their

@@ -14,6 +14,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"fpsafe.dev/misc/internal/target"
 )
 
 // Magic is the header's 16-byte cookie.
@@ -117,19 +119,12 @@ var (
 	labelNames = []string{"off_g_labels", "off_labels_list", "label_size", "off_label_key", "off_label_value"}
 )
 
-// Mem reads the target's memory (a stopped process, a core file).
-type Mem interface {
-	ReadAt(p []byte, addr uint64) error
-}
+// Mem reads the target's memory (a stopped process, a core file); it is
+// target.Mem, the one memory interface of the repository's readers.
+type Mem = target.Mem
 
 // word reads a little-endian 64-bit word.
-func word(m Mem, addr uint64) (uint64, error) {
-	var b [8]byte
-	if err := m.ReadAt(b[:], addr); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(b[:]), nil
-}
+func word(m Mem, addr uint64) (uint64, error) { return target.Word(m, addr) }
 
 // Header is a parsed lineage header. Static fields come from the file;
 // dynamic ([rt]) fields are valid only after Load.

@@ -14,9 +14,9 @@
 package stack
 
 import (
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/fpchain"
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // MaxDepth bounds a walk (a corrupt chain must not loop forever).

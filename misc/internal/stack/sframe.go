@@ -32,9 +32,9 @@ import (
 	"sync"
 	"weak"
 
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/sframe"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // tables caches each open binary's decoded table (nil: none, or corrupt).

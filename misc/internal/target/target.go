@@ -41,6 +41,28 @@ func (e *FaultError) Error() string {
 
 func (e *FaultError) Unwrap() error { return e.Err }
 
+// VecMem is a Mem that reads several ranges in one call (process_vm_readv
+// with one iovec per range). The ranges are read in order, but no order
+// is promised between the bytes of one range; a reader that needs an
+// order puts the reads in separate calls.
+type VecMem interface {
+	Mem
+	// ReadV reads bufs[i] at addrs[i] for every i and sets errs[i] (nil if
+	// bufs[i] was filled).
+	ReadV(bufs [][]byte, addrs []uint64, errs []error)
+}
+
+// ReadV reads the ranges with m.ReadV, or one by one.
+func ReadV(m Mem, bufs [][]byte, addrs []uint64, errs []error) {
+	if vm, ok := m.(VecMem); ok {
+		vm.ReadV(bufs, addrs, errs)
+		return
+	}
+	for i := range bufs {
+		errs[i] = m.ReadAt(bufs[i], addrs[i])
+	}
+}
+
 // A WordMem is a Mem that reads a word without a buffer: a walk reads a
 // stack word by word, and a buffer passed through the Mem interface is a
 // heap allocation per word.
