@@ -14,6 +14,7 @@ import (
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 	"golang.org/x/sys/unix"
 )
 
@@ -115,7 +116,7 @@ func readTarget(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) 
 }
 
 // errExited is a target process that exited (or is a zombie).
-var errExited = errors.New("exited")
+var errExited = lineage.ErrExited
 
 // readTargetOnce is readTarget but for a process that exits meanwhile.
 func readTargetOnce(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cerr, werr error) {

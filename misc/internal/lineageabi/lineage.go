@@ -250,13 +250,17 @@ type ABI struct {
 
 // Find locates the lineage header in an executable's data: the .noptrdata
 // section, or every writable PT_LOAD segment of a file without section
-// headers. An executable without the header gives ErrNoABI.
+// headers. An executable without the header gives ErrNoABI. The magic
+// found elsewhere (a reader linked into the executable holds its own copy
+// of Magic, in the same section) is passed over: the error of the first
+// candidate is returned only if no candidate parses.
 func Find(f *elf.File) (*ABI, error) {
 	type area struct {
 		addr uint64
 		data []byte
 	}
 	var areas []area
+	var first error
 	if s := f.Section(".noptrdata"); s != nil && s.Type != elf.SHT_NOBITS {
 		if d, err := s.Data(); err == nil {
 			areas = append(areas, area{s.Addr, d})
@@ -285,10 +289,16 @@ func Find(f *elf.File) (*ABI, error) {
 			}
 			h, err := ParseHeader(a.data[off:])
 			if err != nil {
-				return nil, err
+				if first == nil {
+					first = err
+				}
+				continue
 			}
 			return &ABI{Addr: a.addr + uint64(off), Static: h}, nil
 		}
+	}
+	if first != nil {
+		return nil, first
 	}
 	return nil, ErrNoABI
 }
