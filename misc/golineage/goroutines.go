@@ -40,9 +40,9 @@ type goroutineSet struct {
 	torn int    // records that kept changing (live targets only)
 	note string // why the set is empty or partial
 
-	machine bool        // the output is JSON lines: notes go to stderr
-	json    jsonMemo    // what writeJSON printed already
-	names   *startNamer // goroutine names by start PC
+	machine bool              // the output is JSON lines: notes go to stderr
+	json    jsonMemo          // what writeJSON printed already
+	names   *stack.StartNamer // goroutine names by start PC
 
 	// The target's monotonic clock (the runtime's nanotime) and the wall
 	// clock when it was read, live targets only: wait_since is a wall time.

@@ -16,14 +16,6 @@ import (
 // misc/golineage/README.md ("ps -json"). Stacks (-stacks) hold the frames
 // the program's own goroutine dump (runtime.Stack, pprof debug=2) prints.
 
-// frameJSON is a source position: a stack frame, a goroutine's start
-// function or the go statement that created it.
-type frameJSON struct {
-	Func string `json:"func"`
-	File string `json:"file,omitempty"`
-	Line int    `json:"line,omitempty"`
-}
-
 // ancestorJSON is one of a goroutine's creators, parent first.
 type ancestorJSON struct {
 	// Goid is the parent's; ABI version 2 keeps no goid of older
@@ -135,7 +127,7 @@ func (s *goroutineSet) start(pc uint64) (fn, wrapper *frameJSON) {
 	if sn == nil {
 		return nil, nil
 	}
-	return &sn.fn, sn.wrapper
+	return &sn.Fn, sn.Wrapper
 }
 
 // createdBy is the go statement at gopc, nil for none.

@@ -69,7 +69,7 @@ func helperFlags(fl *flag.FlagSet, run func(bin *gobin.Binary, bias uint64, in i
 func cmdSymbolize(bin *gobin.Binary, b0 uint64, in io.Reader, out io.Writer) error {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
-	names := newStartNamer(bin, b0)
+	names := stack.NewStartNamer(bin, b0)
 	sc := bufio.NewScanner(in)
 	for n := 1; sc.Scan(); n++ {
 		f := strings.Fields(sc.Text())
@@ -91,7 +91,7 @@ func cmdSymbolize(bin *gobin.Binary, b0 uint64, in io.Reader, out io.Writer) err
 		case "created":
 			locs = []stack.Loc{stack.CreatedBy(bin, b0, stack.Ancestor{GoPC: pc})}
 		case "start":
-			fn := names.name(pc).fn
+			fn := names.Name(pc).Fn
 			locs = []stack.Loc{{PC: pc, Func: fn.Func, File: fn.File, Line: fn.Line}}
 		default:
 			return fmt.Errorf("symbolize: input line %d: unknown mode %q", n, mode)

@@ -145,7 +145,9 @@ func (p *Process) fromRecord(rec *lineageabi.Record) *Goroutine {
 	return g
 }
 
-// site symbolizes a start PC (gopc false) or a go statement's PC.
+// site symbolizes a start PC (gopc false) as the function the go
+// statement names (looking through the compiler's wrappers: "go f(x)"
+// starts in a wrapper that calls f), or a go statement's PC.
 func (p *Process) site(pc uint64, gopc bool) Site {
 	if pc == 0 {
 		return Site{}
@@ -158,9 +160,9 @@ func (p *Process) site(pc uint64, gopc bool) Site {
 	if gopc {
 		l := stack.CreatedBy(p.exe.Bin, p.exe.Bias, stack.Ancestor{GoPC: pc})
 		s = Site{PC: pc, Function: l.Func, File: l.File, Line: l.Line}
-	} else if f := p.exe.Bin.FindFunc(pc - p.exe.Bias); f != nil {
-		file, line := f.FileLine(f.Entry)
-		s = Site{PC: pc, Function: f.Name, File: file, Line: line}
+	} else if p.exe.Bin.FindFunc(pc-p.exe.Bias) != nil {
+		fn := p.names.Name(pc).Fn
+		s = Site{PC: pc, Function: fn.Func, File: fn.File, Line: fn.Line}
 	} else {
 		s = Site{PC: pc}
 	}

@@ -33,6 +33,7 @@ import (
 
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
 )
 
@@ -58,6 +59,7 @@ type Process struct {
 	// threads of a core: their registers, for the goroutines they run
 	threads []target.Thread
 	sites   map[uint64]Site // symbolized start PCs and go statements
+	names   *stack.StartNamer
 }
 
 // ErrNoLineage reports a target built without the lineage ABI (by an
@@ -93,6 +95,7 @@ func OpenPID(ctx context.Context, pid int, opts *Options) (*Process, error) {
 	}
 	exe.Bias = bias
 	p := &Process{pid: pid, exe: exe, abi: abi, mem: target.ProcMem(pid), sites: map[uint64]Site{}}
+	p.names = stack.NewStartNamer(exe.Bin, exe.Bias)
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -117,6 +120,7 @@ func OpenCore(corePath, exePath string, opts *Options) (*Process, error) {
 		return nil, err
 	}
 	p := &Process{exe: exe, abi: abi, mem: target.NewCachedMem(c), core: c, threads: c.Threads, sites: map[uint64]Site{}}
+	p.names = stack.NewStartNamer(exe.Bin, exe.Bias)
 	if opts != nil {
 		p.opts = *opts
 	}
