@@ -100,23 +100,12 @@ func withSnapshot(ctx context.Context, ta targetArgs, native bool, stderr io.Wri
 		f(snap)
 		return snap.damage.err()
 	}
-	bin, err := openLive(ta.pid)
+	exe, abi, err := lineage.OpenLive(ta.pid, native)
 	if err != nil {
 		return err
 	}
-	defer bin.Close()
-	abi, err := findABI(bin, native)
-	if err != nil {
-		return err
-	}
-	auxv, err := target.ReadAuxv(ta.pid)
-	if err != nil {
-		return fmt.Errorf("process %d: %w", ta.pid, err)
-	}
-	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
-	if err != nil {
-		return err
-	}
+	defer exe.Close()
+	bin, bias := exe.Bin, exe.Bias
 	if err := target.CheckTracer(ta.pid); err != nil {
 		return err
 	}

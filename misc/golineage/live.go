@@ -142,27 +142,13 @@ func readTargetOnce(ctx context.Context, ta targetArgs, all bool, stderr io.Writ
 // without holding it stopped.
 func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	var r goroutineRead
-	bin, err := openLive(pid)
+	// The executable stays open: the set symbolizes through it after the
+	// read. The process exits soon after.
+	exe, abi, err := lineage.OpenLive(pid, false)
 	if err != nil {
 		return r, err
 	}
-	// bin stays open: the set symbolizes through it after the read. The
-	// process exits soon after.
-	abi, err := findABI(bin, false)
-	if err != nil {
-		bin.Close()
-		return r, err
-	}
-	auxv, err := target.ReadAuxv(pid)
-	if err != nil {
-		bin.Close()
-		return r, fmt.Errorf("process %d: %w", pid, err)
-	}
-	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
-	if err != nil {
-		bin.Close()
-		return r, err
-	}
+	bin, bias := exe.Bin, exe.Bias
 	if err := target.CheckTracer(pid); err != nil {
 		bin.Close()
 		return r, err

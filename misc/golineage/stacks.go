@@ -117,15 +117,6 @@ func parsePID(s string) (int, error) {
 	return pid, nil
 }
 
-// openLive opens the executable of a running process.
-func openLive(pid int) (*gobin.Binary, error) {
-	e, err := lineage.OpenLiveExe(pid)
-	if err != nil {
-		return nil, err
-	}
-	return e.Bin, nil
-}
-
 // findABI finds bin's lineage header, or nil for -native.
 func findABI(bin *gobin.Binary, native bool) (*lineageabi.ABI, error) {
 	if native {

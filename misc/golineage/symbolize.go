@@ -13,6 +13,7 @@ import (
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 )
 
 // exeFlags defines -bias for the helper commands; open parses their
@@ -31,11 +32,11 @@ func (e *exeFlags) open(inv *invocation) (*gobin.Binary, uint64, error) {
 	if err != nil {
 		return nil, 0, inv.usage("bad -bias %q", e.bias)
 	}
-	bin, err := gobin.Open(inv.args[0])
+	exe, err := lineage.OpenExe(inv.args[0])
 	if err != nil {
 		return nil, 0, err
 	}
-	return bin, b, nil
+	return exe.Bin, b, nil
 }
 
 func symbolizeFlags(fl *flag.FlagSet) func(*invocation) error { return helperFlags(fl, cmdSymbolize) }

@@ -74,26 +74,10 @@ func OpenPID(ctx context.Context, pid int, opts *Options) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	exe, err := OpenLiveExe(pid)
+	exe, abi, err := OpenLive(pid, false)
 	if err != nil {
 		return nil, err
 	}
-	abi, err := exe.FindABI()
-	if err != nil {
-		exe.Close()
-		return nil, err
-	}
-	auxv, err := target.ReadAuxv(pid)
-	if err != nil {
-		exe.Close()
-		return nil, fmt.Errorf("process %d: %w", pid, err)
-	}
-	bias, err := target.LoadBias(auxv, exe.Bin.Entry, exe.Bin.PIE)
-	if err != nil {
-		exe.Close()
-		return nil, err
-	}
-	exe.Bias = bias
 	p := &Process{pid: pid, exe: exe, abi: abi, mem: target.ProcMem(pid), sites: map[uint64]Site{}}
 	p.names = stack.NewStartNamer(exe.Bin, exe.Bias)
 	if opts != nil {
@@ -201,6 +185,32 @@ func OpenLiveExe(pid int) (*Exe, error) {
 		bin.Path = name
 	}
 	return &Exe{Bin: bin}, nil
+}
+
+// OpenLive opens the executable of running process pid, finds its load
+// bias and, unless native (native stacks only), its lineage header.
+func OpenLive(pid int, native bool) (*Exe, *lineageabi.ABI, error) {
+	exe, err := OpenLiveExe(pid)
+	if err != nil {
+		return nil, nil, err
+	}
+	var abi *lineageabi.ABI
+	if !native {
+		if abi, err = exe.FindABI(); err != nil {
+			exe.Close()
+			return nil, nil, err
+		}
+	}
+	auxv, err := target.ReadAuxv(pid)
+	if err != nil {
+		exe.Close()
+		return nil, nil, fmt.Errorf("process %d: %w", pid, err)
+	}
+	if exe.Bias, err = target.LoadBias(auxv, exe.Bin.Entry, exe.Bin.PIE); err != nil {
+		exe.Close()
+		return nil, nil, err
+	}
+	return exe, abi, nil
 }
 
 // OpenExe opens an executable file.

@@ -123,9 +123,6 @@ var (
 // target.Mem, the one memory interface of the repository's readers.
 type Mem = target.Mem
 
-// word reads a little-endian 64-bit word.
-func word(m Mem, addr uint64) (uint64, error) { return target.Word(m, addr) }
-
 // Header is a parsed lineage header. Static fields come from the file;
 // dynamic ([rt]) fields are valid only after Load.
 type Header struct {
@@ -371,7 +368,7 @@ func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 		tid, state, _, ok, err := v.readRegion(r)
 		var next uint64
 		if err == nil {
-			if next, err = word(mem, r+uint64(h.OffRegionNext)); err != nil {
+			if next, err = target.Word(mem, r+uint64(h.OffRegionNext)); err != nil {
 				err = fmt.Errorf("reading lineage region %#x: %w", r, err)
 			}
 		}
@@ -413,7 +410,7 @@ func (v *View) readRegion(r uint64) (tid uint64, state uint32, cur uint64, ok bo
 			continue
 		}
 		tid, state, cur = le.Uint64(buf[h.OffRegionTid:]), le.Uint32(buf[h.OffRegionState:]), le.Uint64(buf[h.OffRegionCur:])
-		s2, err := word(v.mem, r+uint64(h.OffRegionSeq))
+		s2, err := target.Word(v.mem, r+uint64(h.OffRegionSeq))
 		if err != nil {
 			return 0, 0, 0, false, err
 		}
@@ -494,7 +491,7 @@ func (v *View) ReadRecord(addr uint64) (*Record, error) {
 	h := v.H
 	buf := make([]byte, h.RecordSize)
 	for try := 0; try < maxRetries; try++ {
-		s1, err := word(v.mem, addr+uint64(h.OffRecSeq))
+		s1, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
 		if err != nil {
 			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
@@ -504,7 +501,7 @@ func (v *View) ReadRecord(addr uint64) (*Record, error) {
 		if err := v.mem.ReadAt(buf, addr); err != nil {
 			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
-		s2, err := word(v.mem, addr+uint64(h.OffRecSeq))
+		s2, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
 		if err != nil {
 			return nil, err
 		}

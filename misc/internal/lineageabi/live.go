@@ -442,11 +442,11 @@ func (v *View) recordAddrs(st *LiveStats, memo map[uint64]blockInfo, addrs []uin
 	if r == nil {
 		return nil, ErrNoRegistry
 	}
-	head, err := word(v.mem, v.Addr+OffBlocks)
+	head, err := target.Word(v.mem, v.Addr+OffBlocks)
 	if err != nil {
 		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
-	nblocks, err := word(v.mem, v.Addr+OffNBlocks)
+	nblocks, err := target.Word(v.mem, v.Addr+OffNBlocks)
 	if err != nil {
 		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"weak"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -57,10 +56,9 @@ func sframeSelf(t testing.TB) (bin *gobin.Binary, bias uint64, leaf, mid, top, g
 
 // withoutTable makes Unwind see no table for bin until the test ends.
 func withoutTable(t testing.TB, bin *gobin.Binary) {
-	key := weak.Make(bin)
 	tab := Table(bin)
-	tables.Store(key, (*sframe.Section)(nil))
-	t.Cleanup(func() { tables.Store(key, tab) })
+	bin.Replace(tableKey{}, (*sframe.Section)(nil))
+	t.Cleanup(func() { bin.Replace(tableKey{}, tab) })
 }
 
 // instructions returns the link-time PCs of f's instructions.

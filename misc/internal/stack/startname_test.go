@@ -29,4 +29,3 @@ func TestCalls(t *testing.T) {
 		t.Errorf("arm64: %+v, want %+v", got, want)
 	}
 }
-

@@ -3,6 +3,7 @@
 package target
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -80,8 +81,7 @@ func Word(m Mem, addr uint64) (uint64, error) {
 	if err := m.ReadAt(b[:], addr); err != nil {
 		return 0, err
 	}
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56, nil
+	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
 // CachedMem wraps a Mem with a page cache. It is valid only while the target

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -9,33 +8,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"fpsafe.dev/misc/lineage/internal/fixture"
 )
 
-// TestPs runs ps against testdata/fixture (built with the go command on
-// PATH, the fork's toolchain) and checks the goroutines it lists: the
+// TestPs runs ps against testdata/fixture (fixture.Start) and checks the goroutines it lists: the
 // spawner created by main, its three workers waiting on a channel and its
 // locker waiting on a mutex, each with the spawner as parent.
 func TestPs(t *testing.T) {
-	dir := t.TempDir()
-	ps, fixture := filepath.Join(dir, "ps"), filepath.Join(dir, "fixture")
-	for _, b := range [][]string{{ps, "."}, {fixture, "./testdata/fixture"}} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
-		}
+	ps := filepath.Join(t.TempDir(), "ps")
+	if out, err := exec.Command("go", "build", "-o", ps, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(fixture)
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); cmd.Wait() }()
-	if l, err := bufio.NewReader(out).ReadString('\n'); l != "ready\n" {
-		t.Fatalf("fixture said %q (%v)", l, err)
-	}
+	_, pid := fixture.Start(t)
 	var listing string
 	for try := 0; try < 50; try++ { // until every worker has blocked
-		b, err := exec.Command(ps, strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
+		b, err := exec.Command(ps, strconv.Itoa(pid)).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ps: %v\n%s", err, b)
 		}
