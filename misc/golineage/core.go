@@ -7,15 +7,15 @@ import (
 	"strings"
 
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/target"
-	"fpsafe.dev/misc/lineage"
 )
 
 // openCore opens a core file and the executable it came from. A damaged
 // core (cut short, corrupt headers or notes) is opened all the same; what
 // it lost is counted in the snapshot's damage.
 func openCore(corePath, exe string, native bool) (*snapshot, func(), error) {
-	e, err := lineage.OpenExe(exe)
+	e, err := opentarget.OpenExe(exe)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,7 +27,7 @@ func openCore(corePath, exe string, native bool) (*snapshot, func(), error) {
 	}
 	c, err := e.OpenCore(corePath, abi)
 	if err != nil {
-		var ce *lineage.CoreError
+		var ce *opentarget.CoreError
 		if errors.As(err, &ce) {
 			dmg := &damage{core: ce.Core.Damage, what: corePath}
 			ce.Core.Close()

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
-	"fpsafe.dev/misc/lineage"
 )
 
 // Every goroutine of a process or core, from the lineage registry
@@ -100,7 +100,7 @@ func withSnapshot(ctx context.Context, ta targetArgs, native bool, stderr io.Wri
 		f(snap)
 		return snap.damage.err()
 	}
-	exe, abi, err := lineage.OpenLive(ta.pid, native)
+	exe, abi, err := opentarget.OpenLive(ta.pid, native)
 	if err != nil {
 		return err
 	}
@@ -172,8 +172,8 @@ func panicCallee(fn string) bool {
 }
 
 // savedRegs gives the registers a goroutine that is not running resumes
-// with (lineage.SavedRegs).
-func savedRegs(g lineageabi.Goroutine) (target.Regs, bool) { return lineage.SavedRegs(&g) }
+// with (lineageabi.SavedRegs).
+func savedRegs(g lineageabi.Goroutine) (target.Regs, bool) { return lineageabi.SavedRegs(&g) }
 
 // state prints what a goroutine does, as the runtime's goroutine headers do.
 func (g *goroutine) state() string {
@@ -211,9 +211,9 @@ func (g *goroutine) waitAddrName() string {
 }
 
 // waitAddrObject is what a goroutine blocked on a wait address waits for
-// (lineage.SemaObject).
+// (lineageabi.SemaObject).
 func (g *goroutine) waitAddrObject() (kind string, addr uint64) {
-	return lineage.SemaObject(g.WaitReason, g.WaitAddr)
+	return lineageabi.SemaObject(g.WaitReason, g.WaitAddr)
 }
 
 // userFrame is the goroutine's innermost frame outside the runtime and the

@@ -12,9 +12,9 @@ import (
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
-	"fpsafe.dev/misc/lineage"
 	"golang.org/x/sys/unix"
 )
 
@@ -116,7 +116,7 @@ func readTarget(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) 
 }
 
 // errExited is a target process that exited (or is a zombie).
-var errExited = lineage.ErrExited
+var errExited = opentarget.ErrExited
 
 // readTargetOnce is readTarget but for a process that exits meanwhile.
 func readTargetOnce(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cerr, werr error) {
@@ -144,7 +144,7 @@ func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	var r goroutineRead
 	// The executable stays open: the set symbolizes through it after the
 	// read. The process exits soon after.
-	exe, abi, err := lineage.OpenLive(pid, false)
+	exe, abi, err := opentarget.OpenLive(pid, false)
 	if err != nil {
 		return r, err
 	}

@@ -15,9 +15,9 @@ import (
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
-	"fpsafe.dev/misc/lineage"
 )
 
 type profileFlags struct {
@@ -88,7 +88,7 @@ func runProfile(inv *invocation, pf profileFlags) error {
 		return err
 	}
 	defer out.abandon()
-	exe, abi, err := lineage.OpenLive(pid, pf.native)
+	exe, abi, err := opentarget.OpenLive(pid, pf.native)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,9 @@ import (
 
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
-	"fpsafe.dev/misc/lineage"
 )
 
 // snapshot is a target held still: a stopped process or a core file.
@@ -122,7 +122,7 @@ func findABI(bin *gobin.Binary, native bool) (*lineageabi.ABI, error) {
 	if native {
 		return nil, nil
 	}
-	return (&lineage.Exe{Bin: bin}).FindABI()
+	return (&opentarget.Exe{Bin: bin}).FindABI()
 }
 
 // collect unwinds, symbolizes and stitches every thread of snap. It must run

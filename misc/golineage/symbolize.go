@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
-	"fpsafe.dev/misc/lineage"
 )
 
 // exeFlags defines -bias for the helper commands; open parses their
@@ -32,7 +32,7 @@ func (e *exeFlags) open(inv *invocation) (*gobin.Binary, uint64, error) {
 	if err != nil {
 		return nil, 0, inv.usage("bad -bias %q", e.bias)
 	}
-	exe, err := lineage.OpenExe(inv.args[0])
+	exe, err := opentarget.OpenExe(inv.args[0])
 	if err != nil {
 		return nil, 0, err
 	}

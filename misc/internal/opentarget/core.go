@@ -1,4 +1,7 @@
-package lineage
+// Package opentarget opens a fork-built Go program's executable for the
+// repository's readers (the lineage SDK, golineage): a live process's, with
+// its load bias and lineage header, or one with the core dumped from it.
+package opentarget
 
 import (
 	"bytes"
