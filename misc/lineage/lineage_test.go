@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -115,3 +117,41 @@ func TestOpenNotGo(t *testing.T) {
 		t.Errorf("error %q does not name process 1", err)
 	}
 }
+
+// TestLabels: a goroutine started under pprof.Do has its creator's labels.
+func TestLabels(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	pprof.Do(context.Background(), pprof.Labels("tenant", "t1", "route", "/x"), func(context.Context) {
+		go labeled(stop)
+	})
+	ctx := context.Background()
+	p, err := lineage.OpenPID(ctx, os.Getpid(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for try := 0; try < 100; try++ {
+		snap, err := p.Goroutines(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range snap.Goroutines {
+			if g.Start.Function != "fpsafe.dev/misc/lineage_test.labeled" {
+				continue
+			}
+			got := map[string]string{}
+			for _, l := range g.Labels {
+				got[l.Key] = l.Value
+			}
+			if len(got) != 2 || got["tenant"] != "t1" || got["route"] != "/x" {
+				t.Errorf("labels %v, want tenant=t1 route=/x", g.Labels)
+			}
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("goroutine labeled not found")
+}
+
+func labeled(stop chan struct{}) { <-stop }
