@@ -1,120 +1,46 @@
 package main
 
 import (
-	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/target"
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // openCore opens a core file and the executable it came from. A damaged
 // core (cut short, corrupt headers or notes) is opened all the same; what
 // it lost is counted in the snapshot's damage.
 func openCore(corePath, exe string, native bool) (*snapshot, func(), error) {
-	bin, err := gobin.Open(exe)
+	e, err := opentarget.OpenExe(exe)
 	if err != nil {
-		if errors.Is(err, gobin.ErrNotGo) {
-			return nil, nil, fmt.Errorf("%s is not a Go program: %v", exe, err)
-		}
 		return nil, nil, err
 	}
+	bin := e.Bin
 	abi, err := findABI(bin, native)
 	if err != nil {
 		bin.Close()
 		return nil, nil, err
 	}
-	c, err := target.OpenCore(corePath, bin.ELF.Machine)
+	c, err := e.OpenCore(corePath, abi)
 	if err != nil {
+		var ce *opentarget.CoreError
+		if errors.As(err, &ce) {
+			dmg := &damage{core: ce.Core.Damage, what: corePath}
+			ce.Core.Close()
+			err = dmg.with(ce.Err)
+		}
 		bin.Close()
 		return nil, nil, err
 	}
 	closer := func() { c.Close(); bin.Close() }
 	dmg := &damage{core: c.Damage, what: corePath}
-	bias, err := coreBias(c, bin, abi)
-	if err != nil {
-		closer()
-		return nil, nil, dmg.with(fmt.Errorf("%s: %v", corePath, err))
-	}
-	if e, ok := target.AuxvEntry(c.Auxv); ok && e-bias != bin.Entry {
-		closer()
-		return nil, nil, fmt.Errorf("%s was not dumped from %s (entry point %#x, the executable's is %#x)", corePath, exe, e-bias, bin.Entry)
-	}
-	if err := sameBuild(c, bin, bias); err != nil {
-		closer()
-		return nil, nil, fmt.Errorf("%s was not dumped from %s: %v", corePath, exe, err)
-	}
-	c.SetExe(bin, bias)
+	bias := e.Bias
 	snap := &snapshot{bin: bin, bias: bias, threads: c.Threads, mem: target.NewCachedMem(c), abi: abi, damage: dmg}
 	return snap, closer, nil
-}
-
-// coreBias is the executable's load bias in core c: from AT_ENTRY in its
-// NT_AUXV note, or 0 for a position-dependent executable. A core that lost
-// its notes (gcore writes them last) has no auxiliary vector; then a
-// position-independent executable's bias is the one at which the lineage
-// header is where its self field says it is, or, without the ABI, the one
-// at which the core holds the executable's first page (its ELF header).
-func coreBias(c *target.Core, bin *gobin.Binary, abi *lineageabi.ABI) (uint64, error) {
-	if c.Auxv != nil || !bin.PIE {
-		return target.LoadBias(c.Auxv, bin.Entry, bin.PIE)
-	}
-	first := make([]byte, 64)
-	var firstVA uint64
-	haveFirst := false
-	for _, p := range bin.ELF.Progs {
-		if p.Type == elf.PT_LOAD && p.Off == 0 && p.Filesz >= uint64(len(first)) {
-			if _, err := p.ReadAt(first, 0); err == nil {
-				firstVA, haveFirst = p.Vaddr, true
-			}
-			break
-		}
-	}
-	for _, start := range c.SegmentStarts() {
-		for _, p := range bin.ELF.Progs {
-			if p.Type != elf.PT_LOAD || start < p.Vaddr&^0xfff {
-				continue
-			}
-			bias := start - p.Vaddr&^0xfff
-			if bias%0x1000 != 0 {
-				continue
-			}
-			if abi != nil && abi.At(c, bias) {
-				return bias, nil
-			}
-			if abi == nil && haveFirst {
-				if b, ok := c.Dumped(firstVA+bias, len(first)); ok && bytes.Equal(b, first) {
-					return bias, nil
-				}
-			}
-		}
-	}
-	return 0, errors.New("the core has no auxiliary vector (its notes were lost) and the load bias of this position-independent executable could not be found in it")
-}
-
-// sameBuild compares the executable's build-id notes with the copy the core
-// holds (kernel cores keep the first page of each ELF mapping), so a core of
-// another build is refused instead of misread.
-func sameBuild(c *target.Core, bin *gobin.Binary, bias uint64) error {
-	for _, name := range []string{".note.go.buildid", ".note.gnu.build-id"} {
-		s := bin.ELF.Section(name)
-		if s == nil || s.Size == 0 || s.Size > 4096 {
-			continue
-		}
-		want, err := s.Data()
-		if err != nil {
-			continue
-		}
-		got, ok := c.Dumped(s.Addr+bias, len(want))
-		if ok && string(got) != string(want) {
-			return fmt.Errorf("build IDs differ (%s)", name)
-		}
-	}
-	return nil
 }
 
 // damage is what a read of a damaged target skipped or flagged: the core

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // Damaged cores (issue 24 item 3): a core cut short or corrupt lists what

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // Filters (-goid, -state, -func) choose the goroutines the goroutine

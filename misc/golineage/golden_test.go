@@ -30,9 +30,9 @@ import (
 	"github.com/google/pprof/profile"
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/golden"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // gcore dumps a live process with gdb's gcore and returns the core's path.

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // Every goroutine of a process or core, from the lineage registry
@@ -39,9 +40,9 @@ type goroutineSet struct {
 	torn int    // records that kept changing (live targets only)
 	note string // why the set is empty or partial
 
-	machine bool        // the output is JSON lines: notes go to stderr
-	json    jsonMemo    // what writeJSON printed already
-	names   *startNamer // goroutine names by start PC
+	machine bool              // the output is JSON lines: notes go to stderr
+	json    jsonMemo          // what writeJSON printed already
+	names   *stack.StartNamer // goroutine names by start PC
 
 	// The target's monotonic clock (the runtime's nanotime) and the wall
 	// clock when it was read, live targets only: wait_since is a wall time.
@@ -99,23 +100,12 @@ func withSnapshot(ctx context.Context, ta targetArgs, native bool, stderr io.Wri
 		f(snap)
 		return snap.damage.err()
 	}
-	bin, err := openLive(ta.pid)
+	exe, abi, err := opentarget.OpenLive(ta.pid, native)
 	if err != nil {
 		return err
 	}
-	defer bin.Close()
-	abi, err := findABI(bin, native)
-	if err != nil {
-		return err
-	}
-	auxv, err := target.ReadAuxv(ta.pid)
-	if err != nil {
-		return fmt.Errorf("process %d: %w", ta.pid, err)
-	}
-	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
-	if err != nil {
-		return err
-	}
+	defer exe.Close()
+	bin, bias := exe.Bin, exe.Bias
 	if err := target.CheckTracer(ta.pid); err != nil {
 		return err
 	}
@@ -182,16 +172,8 @@ func panicCallee(fn string) bool {
 }
 
 // savedRegs gives the registers a goroutine that is not running resumes
-// with: its syscall state in a syscall, else its sched.
-func savedRegs(g lineageabi.Goroutine) (target.Regs, bool) {
-	switch g.Status {
-	case lineageabi.StatusSyscall:
-		return target.Regs{PC: g.SyscallPC, SP: g.SyscallSP, FP: g.SyscallBP}, g.SyscallPC != 0
-	case lineageabi.StatusRunning, lineageabi.StatusCopystack:
-		return target.Regs{}, false // its stack is a thread's, or moving
-	}
-	return target.Regs{PC: g.SchedPC, SP: g.SchedSP, FP: g.SchedBP}, g.SchedPC != 0
-}
+// with (lineageabi.SavedRegs).
+func savedRegs(g lineageabi.Goroutine) (target.Regs, bool) { return lineageabi.SavedRegs(&g) }
 
 // state prints what a goroutine does, as the runtime's goroutine headers do.
 func (g *goroutine) state() string {
@@ -228,41 +210,10 @@ func (g *goroutine) waitAddrName() string {
 	return fmt.Sprintf("%s %#x", kind, addr)
 }
 
-// waitAddrObject is what a goroutine blocked on a wait address waits for:
-// a sync.Cond's notify list ("cond"), the sync.Mutex, RWMutex or WaitGroup
-// whose semaphore it sleeps on, or another semaphore ("sema", the
-// runtime's own).
-//
-// A semaphore's address lies inside its lock, at an offset fixed by the
-// sync package's layout (go1.27: internal/sync.Mutex{state int32; sema
-// uint32}; RWMutex{w Mutex; writerSem, readerSem uint32; ...};
-// WaitGroup{state atomic.Uint64; sema uint32}), and the wait reason says
-// which semaphore it is, so every goroutine blocked on one lock names the
-// lock itself: an RWMutex's blocked readers (readerSem), its writer
-// waiting for them (writerSem) and a writer queued behind another (w's
-// sema, "sync.Mutex.Lock", at the RWMutex's own address) alike. The lineage
-// ABI does not publish these offsets yet (version 2 will); a release whose
-// layout differs shows the semaphore's own address.
+// waitAddrObject is what a goroutine blocked on a wait address waits for
+// (lineageabi.SemaObject).
 func (g *goroutine) waitAddrObject() (kind string, addr uint64) {
-	if strings.HasPrefix(g.WaitReason, "sync.Cond") {
-		return "cond", g.WaitAddr
-	}
-	if l, ok := syncLocks[g.WaitReason]; ok && g.WaitAddr >= l.off {
-		return l.kind, g.WaitAddr - l.off
-	}
-	return "sema", g.WaitAddr
-}
-
-// syncLocks maps the wait reason of a goroutine asleep on a sync type's
-// semaphore to the type and the semaphore's offset in it.
-var syncLocks = map[string]struct {
-	kind string
-	off  uint64
-}{
-	"sync.Mutex.Lock":     {"mutex", 4},
-	"sync.RWMutex.Lock":   {"rwmutex", 8},
-	"sync.RWMutex.RLock":  {"rwmutex", 12},
-	"sync.WaitGroup.Wait": {"waitgroup", 8},
+	return lineageabi.SemaObject(g.WaitReason, g.WaitAddr)
 }
 
 // userFrame is the goroutine's innermost frame outside the runtime and the

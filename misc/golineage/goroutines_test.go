@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/golden"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // dumpGoroutine is one goroutine of the runtime's own traceback of all

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 	"golang.org/x/sys/unix"
 )
 
@@ -115,7 +116,7 @@ func readTarget(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) 
 }
 
 // errExited is a target process that exited (or is a zombie).
-var errExited = errors.New("exited")
+var errExited = opentarget.ErrExited
 
 // readTargetOnce is readTarget but for a process that exits meanwhile.
 func readTargetOnce(ctx context.Context, ta targetArgs, all bool, stderr io.Writer) (r goroutineRead, cerr, werr error) {
@@ -141,27 +142,13 @@ func readTargetOnce(ctx context.Context, ta targetArgs, all bool, stderr io.Writ
 // without holding it stopped.
 func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	var r goroutineRead
-	bin, err := openLive(pid)
+	// The executable stays open: the set symbolizes through it after the
+	// read. The process exits soon after.
+	exe, abi, err := opentarget.OpenLive(pid, false)
 	if err != nil {
 		return r, err
 	}
-	// bin stays open: the set symbolizes through it after the read. The
-	// process exits soon after.
-	abi, err := findABI(bin, false)
-	if err != nil {
-		bin.Close()
-		return r, err
-	}
-	auxv, err := target.ReadAuxv(pid)
-	if err != nil {
-		bin.Close()
-		return r, fmt.Errorf("process %d: %w", pid, err)
-	}
-	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
-	if err != nil {
-		bin.Close()
-		return r, err
-	}
+	bin, bias := exe.Bin, exe.Bias
 	if err := target.CheckTracer(pid); err != nil {
 		bin.Close()
 		return r, err
@@ -368,7 +355,7 @@ func (pw *parkedWalker) walk(gs []*lineageabi.Goroutine) []*stack.Walk {
 	if testHookWalk != nil {
 		testHookWalk()
 	}
-	vectored(snap.mem, bufs, addrs, errs)
+	target.ReadV(snap.mem, bufs, addrs, errs)
 	sc := &stackCopy{m: snap.mem}
 	for i := range gs {
 		if !walk[i] {
@@ -383,17 +370,6 @@ func (pw *parkedWalker) walk(gs []*lineageabi.Goroutine) []*stack.Walk {
 		out[i] = pw.intern()
 	}
 	return out
-}
-
-// vectored reads the ranges in as few calls as m allows.
-func vectored(m target.Mem, bufs [][]byte, addrs []uint64, errs []error) {
-	if vm, ok := m.(lineageabi.VecMem); ok {
-		vm.ReadV(bufs, addrs, errs)
-		return
-	}
-	for i := range bufs {
-		errs[i] = m.ReadAt(bufs[i], addrs[i])
-	}
 }
 
 // stackCopy serves reads from a copy of part of a stack, and the rest from m.

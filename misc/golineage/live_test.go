@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // tracedThreads lists the threads of pid that a tracer holds.

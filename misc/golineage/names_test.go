@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // TestStartNames: ps names every goroutine of the names fixture, live or an
@@ -142,31 +143,6 @@ func TestStartNames(t *testing.T) {
 	}
 }
 
-// TestCalls decodes calls of both architectures: direct calls with their
-// targets, calls through a register without.
-func TestCalls(t *testing.T) {
-	amd64 := []byte{
-		0x55,                         // PUSHQ BP
-		0xe8, 0x10, 0x00, 0x00, 0x00, // CALL +0x10
-		0xff, 0xd2, // CALL DX
-		0xe8, 0xf0, 0xff, 0xff, 0xff, // CALL -0x10
-	}
-	want := []call{{pc: 0x1001, target: 0x1016, direct: true}, {pc: 0x1006}, {pc: 0x1008, target: 0xffd, direct: true}}
-	if got := calls("amd64", 0x1000, amd64); !slices.Equal(got, want) {
-		t.Errorf("amd64: %+v, want %+v", got, want)
-	}
-	arm64 := []byte{
-		0xfd, 0x7b, 0xbf, 0xa9, // STP (R29, R30), -16(RSP)!
-		0x08, 0x00, 0x00, 0x94, // BL +0x20
-		0x20, 0x00, 0x3f, 0xd6, // BLR R1
-		0xff, 0xff, 0xff, 0x97, // BL -4
-	}
-	want = []call{{pc: 0x1004, target: 0x1024, direct: true}, {pc: 0x1008}, {pc: 0x100c, target: 0x1008, direct: true}}
-	if got := calls("arm64", 0x1000, arm64); !slices.Equal(got, want) {
-		t.Errorf("arm64: %+v, want %+v", got, want)
-	}
-}
-
 // TestWrapperNamesArm64 names the wrappers of the names fixture built for
 // arm64 as those of the amd64 build: the same source, the same calls.
 func TestWrapperNamesArm64(t *testing.T) {
@@ -185,11 +161,11 @@ func TestWrapperNamesArm64(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer bin.Close()
-		n := newStartNamer(bin, 0)
+		n := stack.NewStartNamer(bin, 0)
 		out := map[string]string{}
 		for _, f := range bin.Funcs {
-			if strings.HasPrefix(f.Name, "main.") && isWrapper(&f) {
-				out[f.Name] = n.name(f.Entry).fn.Func
+			if strings.HasPrefix(f.Name, "main.") && stack.IsWrapper(&f) {
+				out[f.Name] = n.Name(f.Entry).Fn.Func
 			}
 		}
 		return out

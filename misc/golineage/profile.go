@@ -10,14 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 type profileFlags struct {
@@ -88,23 +88,12 @@ func runProfile(inv *invocation, pf profileFlags) error {
 		return err
 	}
 	defer out.abandon()
-	bin, err := openLive(pid)
+	exe, abi, err := opentarget.OpenLive(pid, pf.native)
 	if err != nil {
 		return err
 	}
-	defer bin.Close()
-	abi, err := findABI(bin, pf.native)
-	if err != nil {
-		return err
-	}
-	auxv, err := target.ReadAuxv(pid)
-	if err != nil {
-		return fmt.Errorf("process %d: %w", pid, err)
-	}
-	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
-	if err != nil {
-		return err
-	}
+	defer exe.Close()
+	bin, bias := exe.Bin, exe.Bias
 	b := pprofout.New(bin, bias, time.Second/time.Duration(pf.hz))
 	err = runCollector(pid, bin, bias, abi, pf, b)
 	if errors.Is(err, context.Canceled) {
@@ -470,16 +459,10 @@ func processGone(pid int) bool {
 // procState is process pid's state letter (/proc/PID/stat: R, S, Z...),
 // 0 if it has none (no such process).
 func procState(pid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	if s := target.ProcState(pid); s != "" {
+		return s[0]
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0
-	}
-	return s[i+2]
+	return 0
 }
 
 func reportStops(stderr io.Writer, stops []time.Duration) {

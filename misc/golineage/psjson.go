@@ -8,21 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // ps -json: one JSON object per goroutine and line, in the schema of
 // misc/golineage/README.md ("ps -json"). Stacks (-stacks) hold the frames
 // the program's own goroutine dump (runtime.Stack, pprof debug=2) prints.
-
-// frameJSON is a source position: a stack frame, a goroutine's start
-// function or the go statement that created it.
-type frameJSON struct {
-	Func string `json:"func"`
-	File string `json:"file,omitempty"`
-	Line int    `json:"line,omitempty"`
-}
 
 // ancestorJSON is one of a goroutine's creators, parent first.
 type ancestorJSON struct {
@@ -135,7 +127,7 @@ func (s *goroutineSet) start(pc uint64) (fn, wrapper *frameJSON) {
 	if sn == nil {
 		return nil, nil
 	}
-	return &sn.fn, sn.wrapper
+	return &sn.Fn, sn.Wrapper
 }
 
 // createdBy is the go statement at gopc, nil for none.

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/fpchain"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/sframe"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // TestSFrameDynamic is the dynamic check of the linker's SFrame table: it

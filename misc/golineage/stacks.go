@@ -3,18 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strconv"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // snapshot is a target held still: a stopped process or a core file.
@@ -119,53 +117,12 @@ func parsePID(s string) (int, error) {
 	return pid, nil
 }
 
-// openLive opens the executable of a running process.
-func openLive(pid int) (*gobin.Binary, error) {
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-		return nil, fmt.Errorf("process %d: no such process", pid)
-	}
-	if s := procState(pid); s == 'Z' || s == 'X' {
-		return nil, fmt.Errorf("process %d has %w: it is a zombie, which its parent has not reaped; nothing is left to read", pid, errExited)
-	}
-	exe := fmt.Sprintf("/proc/%d/exe", pid)
-	bin, err := gobin.Open(exe)
-	if err == nil {
-		if name, err := os.Readlink(exe); err == nil {
-			bin.Path = name
-		}
-	}
-	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return nil, &target.PermissionError{PID: pid, Err: err}
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("process %d: no such process (or it has no executable: a kernel thread)", pid)
-		}
-		if errors.Is(err, gobin.ErrNotGo) {
-			name, _ := os.Readlink(exe)
-			return nil, fmt.Errorf("process %d (%s) is not a Go program", pid, name)
-		}
-		return nil, err
-	}
-	return bin, nil
-}
-
+// findABI finds bin's lineage header, or nil for -native.
 func findABI(bin *gobin.Binary, native bool) (*lineageabi.ABI, error) {
 	if native {
 		return nil, nil
 	}
-	abi, err := lineageabi.Find(bin.ELF)
-	if errors.Is(err, lineageabi.ErrNoABI) {
-		v := bin.GoVersion
-		if v == "" {
-			v = "an unknown Go toolchain (no build info)"
-		}
-		return nil, fmt.Errorf("%s was built by %s, which does not publish the goroutine lineage ABI (build it with the fpsafe fork's toolchain, or use -native to print native stacks without lineage): %w", bin.Path, v, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w (use -native to print native stacks without lineage)", bin.Path, err)
-	}
-	return abi, nil
+	return (&opentarget.Exe{Bin: bin}).FindABI()
 }
 
 // collect unwinds, symbolizes and stitches every thread of snap. It must run

@@ -10,9 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/opentarget"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // exeFlags defines -bias for the helper commands; open parses their
@@ -31,11 +32,11 @@ func (e *exeFlags) open(inv *invocation) (*gobin.Binary, uint64, error) {
 	if err != nil {
 		return nil, 0, inv.usage("bad -bias %q", e.bias)
 	}
-	bin, err := gobin.Open(inv.args[0])
+	exe, err := opentarget.OpenExe(inv.args[0])
 	if err != nil {
 		return nil, 0, err
 	}
-	return bin, b, nil
+	return exe.Bin, b, nil
 }
 
 func symbolizeFlags(fl *flag.FlagSet) func(*invocation) error { return helperFlags(fl, cmdSymbolize) }
@@ -69,7 +70,7 @@ func helperFlags(fl *flag.FlagSet, run func(bin *gobin.Binary, bias uint64, in i
 func cmdSymbolize(bin *gobin.Binary, b0 uint64, in io.Reader, out io.Writer) error {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
-	names := newStartNamer(bin, b0)
+	names := stack.NewStartNamer(bin, b0)
 	sc := bufio.NewScanner(in)
 	for n := 1; sc.Scan(); n++ {
 		f := strings.Fields(sc.Text())
@@ -91,7 +92,7 @@ func cmdSymbolize(bin *gobin.Binary, b0 uint64, in io.Reader, out io.Writer) err
 		case "created":
 			locs = []stack.Loc{stack.CreatedBy(bin, b0, stack.Ancestor{GoPC: pc})}
 		case "start":
-			fn := names.name(pc).fn
+			fn := names.Name(pc).Fn
 			locs = []stack.Loc{{PC: pc, Func: fn.Func, File: fn.File, Line: fn.Line}}
 		default:
 			return fmt.Errorf("symbolize: input line %d: unknown mode %q", n, mode)

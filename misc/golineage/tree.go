@@ -213,11 +213,11 @@ func goidList(ids []uint64) string {
 }
 
 // funcName is a start name's function, "?" for none.
-func (sn *startName) funcName() string {
+func funcName(sn *startName) string {
 	if sn == nil {
 		return "?"
 	}
-	return sn.fn.Func
+	return sn.Fn.Func
 }
 
 // writeTree prints the tree, one goroutine or group of siblings per line:
@@ -229,13 +229,13 @@ func (s *goroutineSet) writeTree(w io.Writer) {
 		indent := strings.Repeat("  ", depth)
 		switch ids := goids(n.goids); {
 		case len(n.goids) == 1 && len(ids) == 1:
-			fmt.Fprintf(w, "%sgoroutine %d [%s] %s\n", indent, n.goids[0], n.state, n.start.funcName())
+			fmt.Fprintf(w, "%sgoroutine %d [%s] %s\n", indent, n.goids[0], n.state, funcName(n.start))
 		case len(n.goids) == 1:
-			fmt.Fprintf(w, "%sgoroutine [%s] %s\n", indent, n.state, n.start.funcName())
+			fmt.Fprintf(w, "%sgoroutine [%s] %s\n", indent, n.state, funcName(n.start))
 		case len(ids) == 0:
-			fmt.Fprintf(w, "%sx%d %s [%s]\n", indent, len(n.goids), n.start.funcName(), n.state)
+			fmt.Fprintf(w, "%sx%d %s [%s]\n", indent, len(n.goids), funcName(n.start), n.state)
 		default:
-			fmt.Fprintf(w, "%sx%d %s [%s] (goroutines %s)\n", indent, len(n.goids), n.start.funcName(), n.state, goidList(ids))
+			fmt.Fprintf(w, "%sx%d %s [%s] (goroutines %s)\n", indent, len(n.goids), funcName(n.start), n.state, goidList(ids))
 		}
 		for _, k := range n.children {
 			walk(k, depth+1)
@@ -266,7 +266,7 @@ func (s *goroutineSet) writeTreeJSON(w io.Writer) error {
 			j.Goids = []uint64{}
 		}
 		if n.start != nil {
-			j.Start, j.StartWrapper = &n.start.fn, n.start.wrapper
+			j.Start, j.StartWrapper = &n.start.Fn, n.start.Wrapper
 		}
 		if n.g != nil {
 			j.State = n.g.jsonState()

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/golden"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // TestGoldenTreeJSON keeps the fixture's part of tree -json: the nodes

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // waits: every waiting goroutine, grouped by what it waits for.

@@ -31,6 +31,7 @@ import (
 	"encoding/binary"
 	"io"
 	"os"
+	"sync"
 )
 
 // Binary is an opened Go executable.
@@ -49,6 +50,8 @@ type Binary struct {
 	PclntabAddr uint64
 	ModuleData  uint64 // address of firstmoduledata, 0 if not found
 	Funcs       []Func // sorted by Entry
+
+	attached sync.Map // Attach's values, by key
 
 	gofunc     uint64 // moduledata.gofunc, 0 if unknown
 	inlineSkip bool   // true when gofunc is unknown (no inline expansion)
@@ -172,3 +175,22 @@ func cstring(tab []byte, off uint64) (string, bool) {
 
 // maxName bounds a name or file path read from the tables.
 const maxName = 4096
+
+// Attach returns the value attached to b under key, made by mk on the
+// first call: a package that keeps state per binary (the unwinder's caches
+// and decoded tables) keeps it with the binary, so that it lives and dies
+// with it, and two binaries never share it.
+func (b *Binary) Attach(key any, mk func() any) any {
+	if v, ok := b.attached.Load(key); ok {
+		return v
+	}
+	v, _ := b.attached.LoadOrStore(key, mk())
+	return v
+}
+
+// Replace attaches v under key in place of what Attach made, and returns
+// that (tests that make a binary look like one without its table).
+func (b *Binary) Replace(key, v any) (old any) {
+	old, _ = b.attached.Swap(key, v)
+	return old
+}

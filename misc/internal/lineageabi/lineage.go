@@ -14,6 +14,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"fpsafe.dev/misc/internal/target"
 )
 
 // Magic is the header's 16-byte cookie.
@@ -117,19 +119,9 @@ var (
 	labelNames = []string{"off_g_labels", "off_labels_list", "label_size", "off_label_key", "off_label_value"}
 )
 
-// Mem reads the target's memory (a stopped process, a core file).
-type Mem interface {
-	ReadAt(p []byte, addr uint64) error
-}
-
-// word reads a little-endian 64-bit word.
-func word(m Mem, addr uint64) (uint64, error) {
-	var b [8]byte
-	if err := m.ReadAt(b[:], addr); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(b[:]), nil
-}
+// Mem reads the target's memory (a stopped process, a core file); it is
+// target.Mem, the one memory interface of the repository's readers.
+type Mem = target.Mem
 
 // Header is a parsed lineage header. Static fields come from the file;
 // dynamic ([rt]) fields are valid only after Load.
@@ -255,13 +247,17 @@ type ABI struct {
 
 // Find locates the lineage header in an executable's data: the .noptrdata
 // section, or every writable PT_LOAD segment of a file without section
-// headers. An executable without the header gives ErrNoABI.
+// headers. An executable without the header gives ErrNoABI. The magic
+// found elsewhere (a reader linked into the executable holds its own copy
+// of Magic, in the same section) is passed over: the error of the first
+// candidate is returned only if no candidate parses.
 func Find(f *elf.File) (*ABI, error) {
 	type area struct {
 		addr uint64
 		data []byte
 	}
 	var areas []area
+	var first error
 	if s := f.Section(".noptrdata"); s != nil && s.Type != elf.SHT_NOBITS {
 		if d, err := s.Data(); err == nil {
 			areas = append(areas, area{s.Addr, d})
@@ -290,10 +286,16 @@ func Find(f *elf.File) (*ABI, error) {
 			}
 			h, err := ParseHeader(a.data[off:])
 			if err != nil {
-				return nil, err
+				if first == nil {
+					first = err
+				}
+				continue
 			}
 			return &ABI{Addr: a.addr + uint64(off), Static: h}, nil
 		}
+	}
+	if first != nil {
+		return nil, first
 	}
 	return nil, ErrNoABI
 }
@@ -366,7 +368,7 @@ func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 		tid, state, _, ok, err := v.readRegion(r)
 		var next uint64
 		if err == nil {
-			if next, err = word(mem, r+uint64(h.OffRegionNext)); err != nil {
+			if next, err = target.Word(mem, r+uint64(h.OffRegionNext)); err != nil {
 				err = fmt.Errorf("reading lineage region %#x: %w", r, err)
 			}
 		}
@@ -408,7 +410,7 @@ func (v *View) readRegion(r uint64) (tid uint64, state uint32, cur uint64, ok bo
 			continue
 		}
 		tid, state, cur = le.Uint64(buf[h.OffRegionTid:]), le.Uint32(buf[h.OffRegionState:]), le.Uint64(buf[h.OffRegionCur:])
-		s2, err := word(v.mem, r+uint64(h.OffRegionSeq))
+		s2, err := target.Word(v.mem, r+uint64(h.OffRegionSeq))
 		if err != nil {
 			return 0, 0, 0, false, err
 		}
@@ -489,7 +491,7 @@ func (v *View) ReadRecord(addr uint64) (*Record, error) {
 	h := v.H
 	buf := make([]byte, h.RecordSize)
 	for try := 0; try < maxRetries; try++ {
-		s1, err := word(v.mem, addr+uint64(h.OffRecSeq))
+		s1, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
 		if err != nil {
 			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
@@ -499,7 +501,7 @@ func (v *View) ReadRecord(addr uint64) (*Record, error) {
 		if err := v.mem.ReadAt(buf, addr); err != nil {
 			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
-		s2, err := word(v.mem, addr+uint64(h.OffRecSeq))
+		s2, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
 		if err != nil {
 			return nil, err
 		}

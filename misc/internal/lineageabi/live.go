@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"fpsafe.dev/misc/internal/target"
 )
 
 // Reading the registry of a process that keeps running (doc/lineage-abi.md,
@@ -16,27 +18,11 @@ import (
 // read of many goroutines costs a few system calls per batch, not several
 // per goroutine.
 
-// VecMem is a Mem that reads several ranges in one call (process_vm_readv
-// with one iovec per range). The ranges are read in order, but no order
-// is promised between the bytes of one range; a reader that needs an
-// order puts the reads in separate calls.
-type VecMem interface {
-	Mem
-	// ReadV reads bufs[i] at addrs[i] for every i and sets errs[i] (nil if
-	// bufs[i] was filled).
-	ReadV(bufs [][]byte, addrs []uint64, errs []error)
-}
+// VecMem is a Mem that reads many ranges in one call (target.VecMem).
+type VecMem = target.VecMem
 
 // readV reads the ranges with m.ReadV, or one by one.
-func readV(m Mem, bufs [][]byte, addrs []uint64, errs []error) {
-	if vm, ok := m.(VecMem); ok {
-		vm.ReadV(bufs, addrs, errs)
-		return
-	}
-	for i := range bufs {
-		errs[i] = m.ReadAt(bufs[i], addrs[i])
-	}
-}
+func readV(m Mem, bufs [][]byte, addrs []uint64, errs []error) { target.ReadV(m, bufs, addrs, errs) }
 
 // LiveBatch is how many goroutines ReadLive reads together: each phase of a
 // batch is one vectored read of at most 2*LiveBatch ranges (the kernel
@@ -456,11 +442,11 @@ func (v *View) recordAddrs(st *LiveStats, memo map[uint64]blockInfo, addrs []uin
 	if r == nil {
 		return nil, ErrNoRegistry
 	}
-	head, err := word(v.mem, v.Addr+OffBlocks)
+	head, err := target.Word(v.mem, v.Addr+OffBlocks)
 	if err != nil {
 		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
-	nblocks, err := word(v.mem, v.Addr+OffNBlocks)
+	nblocks, err := target.Word(v.mem, v.Addr+OffNBlocks)
 	if err != nil {
 		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"fpsafe.dev/misc/internal/target"
 )
 
 // The registry (doc/lineage-abi.md, section "Registry"): every goroutine's
@@ -179,11 +181,11 @@ func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
 	}
 	// blocks first, then nblocks (the ABI's order): the list never holds
 	// more blocks than the count read after its head.
-	head, err := word(v.mem, v.Addr+OffBlocks)
+	head, err := target.Word(v.mem, v.Addr+OffBlocks)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
-	nblocks, err := word(v.mem, v.Addr+OffNBlocks)
+	nblocks, err := target.Word(v.mem, v.Addr+OffNBlocks)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
 	}
@@ -236,7 +238,7 @@ func (v *View) ThreadGoroutine(tid uint64) (*Record, *Goroutine, error) {
 	if rec == nil || err != nil || v.Reg == nil {
 		return rec, nil, err
 	}
-	gp, err := word(v.mem, addr+uint64(v.H.OffRecG))
+	gp, err := target.Word(v.mem, addr+uint64(v.H.OffRecG))
 	if err != nil {
 		return rec, nil, nil
 	}
@@ -255,14 +257,14 @@ func (v *View) ThreadGoroutine(tid uint64) (*Record, *Goroutine, error) {
 func (v *View) readGoroutine(addr uint64) (g *Goroutine, ok bool, err error) {
 	r := v.Reg
 	for try := 0; try < maxRetries; try++ {
-		seq, err := word(v.mem, addr+uint64(v.H.OffRecSeq))
+		seq, err := target.Word(v.mem, addr+uint64(v.H.OffRecSeq))
 		if err != nil {
 			return nil, false, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
 		if seq == 0 {
 			return nil, true, nil // handed out, not yet written
 		}
-		gp, err := word(v.mem, addr+uint64(v.H.OffRecG))
+		gp, err := target.Word(v.mem, addr+uint64(v.H.OffRecG))
 		if err != nil {
 			return nil, false, fmt.Errorf("reading lineage record %#x: %v", addr, err)
 		}
@@ -492,11 +494,11 @@ func (v *View) waitReason(i uint8) (string, error) {
 		return s, nil
 	}
 	e := r.WaitReasons + uint64(i)*uint64(r.StringSize)
-	p, err := word(v.mem, e)
+	p, err := target.Word(v.mem, e)
 	if err != nil {
 		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
 	}
-	n, err := word(v.mem, e+8)
+	n, err := target.Word(v.mem, e+8)
 	if err != nil {
 		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // Sample is one thread at one sampling instant.

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"fpsafe.dev/misc/golineage/internal/stack"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // A flame graph: the stitched stacks merged into a tree, root (the oldest

@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"testing"
 
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin/gobintest"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // fakeMem is a synthetic memory image: a few regions, everything else faults.
@@ -47,7 +47,7 @@ func TestSignalFrame(t *testing.T) {
 		t.Skip("signal frame layout tested on linux/amd64 only")
 	}
 	bin := gobintest.OpenSelf(t)
-	self := bin.LookupFunc("fpsafe.dev/misc/golineage/internal/stack.interrupted")
+	self := bin.LookupFunc("fpsafe.dev/misc/internal/stack.interrupted")
 	if self == nil {
 		t.Fatal("interrupted not in pclntab")
 	}
@@ -134,7 +134,7 @@ func TestUnwindFromEntry(t *testing.T) {
 		t.Skip("a fresh goroutine's return address is at its SP on amd64 only (arm64 keeps it in LR)")
 	}
 	bin := gobintest.OpenSelf(t)
-	self := bin.LookupFunc("fpsafe.dev/misc/golineage/internal/stack.interrupted")
+	self := bin.LookupFunc("fpsafe.dev/misc/internal/stack.interrupted")
 	goexit := bin.LookupFunc("runtime.goexit")
 	if self == nil || goexit == nil {
 		t.Fatal("interrupted or runtime.goexit not in pclntab")

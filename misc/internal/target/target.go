@@ -3,6 +3,7 @@
 package target
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -41,6 +42,28 @@ func (e *FaultError) Error() string {
 
 func (e *FaultError) Unwrap() error { return e.Err }
 
+// VecMem is a Mem that reads several ranges in one call (process_vm_readv
+// with one iovec per range). The ranges are read in order, but no order
+// is promised between the bytes of one range; a reader that needs an
+// order puts the reads in separate calls.
+type VecMem interface {
+	Mem
+	// ReadV reads bufs[i] at addrs[i] for every i and sets errs[i] (nil if
+	// bufs[i] was filled).
+	ReadV(bufs [][]byte, addrs []uint64, errs []error)
+}
+
+// ReadV reads the ranges with m.ReadV, or one by one.
+func ReadV(m Mem, bufs [][]byte, addrs []uint64, errs []error) {
+	if vm, ok := m.(VecMem); ok {
+		vm.ReadV(bufs, addrs, errs)
+		return
+	}
+	for i := range bufs {
+		errs[i] = m.ReadAt(bufs[i], addrs[i])
+	}
+}
+
 // A WordMem is a Mem that reads a word without a buffer: a walk reads a
 // stack word by word, and a buffer passed through the Mem interface is a
 // heap allocation per word.
@@ -58,8 +81,7 @@ func Word(m Mem, addr uint64) (uint64, error) {
 	if err := m.ReadAt(b[:], addr); err != nil {
 		return 0, err
 	}
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56, nil
+	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
 // CachedMem wraps a Mem with a page cache. It is valid only while the target

@@ -28,36 +28,27 @@ package stack
 // frame's record since the frame is stopped at a call.
 
 import (
-	"runtime"
-	"sync"
-	"weak"
-
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/sframe"
+	"fpsafe.dev/misc/internal/target"
 )
 
-// tables caches each open binary's decoded table (nil: none, or corrupt).
-// An entry goes when its binary is collected.
-var tables sync.Map // weak.Pointer[gobin.Binary] -> *sframe.Section
+// tableKey is the key of a binary's decoded table (gobin.Binary.Attach).
+type tableKey struct{}
 
 // Table returns bin's decoded SFrame table, or nil when the binary has none
-// or it does not decode (the walk then uses frame pointers alone).
+// or it does not decode (the walk then uses frame pointers alone). It is
+// decoded once per binary.
 func Table(bin *gobin.Binary) *sframe.Section {
-	key := weak.Make(bin)
-	if v, ok := tables.Load(key); ok {
-		return v.(*sframe.Section)
-	}
-	var sec *sframe.Section
-	if sd, err := bin.SFrame(); err == nil {
-		if s, err := sframe.Decode(sd.Data, sd.Addr); err == nil {
-			sec = s
+	return bin.Attach(tableKey{}, func() any {
+		var sec *sframe.Section
+		if sd, err := bin.SFrame(); err == nil {
+			if s, err := sframe.Decode(sd.Data, sd.Addr); err == nil {
+				sec = s
+			}
 		}
-	}
-	if _, loaded := tables.LoadOrStore(key, sec); !loaded {
-		runtime.AddCleanup(bin, func(k weak.Pointer[gobin.Binary]) { tables.Delete(k) }, key)
-	}
-	return sec
+		return sec
+	}).(*sframe.Section)
 }
 
 // How a run of SFrame steps ended.

@@ -177,7 +177,8 @@ func threadState(pid, tid int) string {
 	return ""
 }
 
-func procState(pid int) string {
+// ProcState is the scheduling state letter of process pid ("R", "S", "Z", ...), "" if unknown.
+func ProcState(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return ""
@@ -285,7 +286,7 @@ func (s *Stopped) stopLocked() error {
 				if err == unix.EPERM {
 					// A zombie or exiting thread also refuses to be seized.
 					if st := threadState(s.PID, tid); st == "" || st == "Z" || st == "X" {
-						if ps := procState(s.PID); ps == "" || ps == "Z" || ps == "X" {
+						if ps := ProcState(s.PID); ps == "" || ps == "Z" || ps == "X" {
 							return fmt.Errorf("process %d: %w", s.PID, ErrGone)
 						}
 						continue
@@ -313,7 +314,7 @@ func (s *Stopped) stopLocked() error {
 		}
 	}
 	if len(s.seized) == 0 {
-		if s.only != nil && procState(s.PID) != "" {
+		if s.only != nil && ProcState(s.PID) != "" {
 			return errThreadGone
 		}
 		return fmt.Errorf("process %d: no such process (it exited)", s.PID)
@@ -325,7 +326,7 @@ func (s *Stopped) stopLocked() error {
 	s.Since = time.Now()
 	s.seized = live
 	if len(live) == 0 {
-		if s.only != nil && procState(s.PID) != "" {
+		if s.only != nil && ProcState(s.PID) != "" {
 			return errThreadGone
 		}
 		return fmt.Errorf("process %d: %w while being attached", s.PID, ErrGone)

@@ -1,10 +1,8 @@
 package stack
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/sframe"
@@ -55,37 +53,13 @@ type ruleEntry struct {
 // frontSlot is pc's slot in a front table.
 func frontSlot(pc uint64) uint64 { return (pc * 0x9E3779B97F4A7C15) >> (64 - 12) }
 
-var pcCaches sync.Map // weak.Pointer[gobin.Binary] -> *pcCache
-
-// lastCache is the cache last asked for (a weak pointer costs more to make
-// than the question it would answer).
-var lastCache atomic.Pointer[binCache]
-
-type binCache struct {
-	bin *gobin.Binary
-	c   *pcCache
-}
+// cacheKey is the key of a binary's pcCache (gobin.Binary.Attach).
+type cacheKey struct{}
 
 func cacheOf(bin *gobin.Binary) *pcCache {
-	if l := lastCache.Load(); l != nil && l.bin == bin {
-		return l.c
-	}
-	c := cacheOfSlow(bin)
-	lastCache.Store(&binCache{bin, c})
-	return c
-}
-
-func cacheOfSlow(bin *gobin.Binary) *pcCache {
-	key := weak.Make(bin)
-	if v, ok := pcCaches.Load(key); ok {
-		return v.(*pcCache)
-	}
-	c := &pcCache{facts: map[uint64]pcFacts{}, rules: map[uint64]ruleResult{}}
-	if v, loaded := pcCaches.LoadOrStore(key, c); loaded {
-		return v.(*pcCache)
-	}
-	runtime.AddCleanup(bin, func(k weak.Pointer[gobin.Binary]) { pcCaches.Delete(k) }, key)
-	return c
+	return bin.Attach(cacheKey{}, func() any {
+		return &pcCache{facts: map[uint64]pcFacts{}, rules: map[uint64]ruleResult{}}
+	}).(*pcCache)
 }
 
 // factsOf answers, for the binary-relative pc, whether it is in a root

@@ -6,15 +6,14 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"weak"
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"fpsafe.dev/misc/golineage/internal/target"
 	"fpsafe.dev/misc/internal/fpchain"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/gobin/gobintest"
 	"fpsafe.dev/misc/internal/sframe"
+	"fpsafe.dev/misc/internal/target"
 )
 
 //go:noinline
@@ -45,7 +44,7 @@ func sframeSelf(t testing.TB) (bin *gobin.Binary, bias uint64, leaf, mid, top, g
 	if Table(bin) == nil {
 		t.Skip("skipping: the test binary has no SFrame table (a linker that writes one is needed)")
 	}
-	const pkg = "fpsafe.dev/misc/golineage/internal/stack."
+	const pkg = "fpsafe.dev/misc/internal/stack."
 	leaf, mid, top = bin.LookupFunc(pkg+"leafLoop"), bin.LookupFunc(pkg+"callsLeaf"), bin.LookupFunc(pkg+"outer")
 	goexit = bin.LookupFunc("runtime.goexit")
 	if leaf == nil || mid == nil || top == nil || goexit == nil {
@@ -57,10 +56,9 @@ func sframeSelf(t testing.TB) (bin *gobin.Binary, bias uint64, leaf, mid, top, g
 
 // withoutTable makes Unwind see no table for bin until the test ends.
 func withoutTable(t testing.TB, bin *gobin.Binary) {
-	key := weak.Make(bin)
 	tab := Table(bin)
-	tables.Store(key, (*sframe.Section)(nil))
-	t.Cleanup(func() { tables.Store(key, tab) })
+	bin.Replace(tableKey{}, (*sframe.Section)(nil))
+	t.Cleanup(func() { bin.Replace(tableKey{}, tab) })
 }
 
 // instructions returns the link-time PCs of f's instructions.

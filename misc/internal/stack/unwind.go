@@ -14,9 +14,10 @@
 package stack
 
 import (
-	"fpsafe.dev/misc/golineage/internal/target"
+	"encoding/binary"
 	"fpsafe.dev/misc/internal/fpchain"
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // MaxDepth bounds a walk (a corrupt chain must not loop forever).
@@ -224,10 +225,8 @@ func frameRecord(mem target.Mem, fp uint64) (next, ret uint64, err error) {
 	return le64(buf[:8]), le64(buf[8:]), nil
 }
 
-func le64(b []byte) uint64 {
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
+// le64 decodes a little-endian word.
+var le64 = binary.LittleEndian.Uint64
 
 // isRoot reports whether pc is in a function that ends a thread's or a
 // goroutine's stack. Roots are matched by name, which is stable across

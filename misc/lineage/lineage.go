@@ -1,0 +1,148 @@
+// Package lineage reads the goroutines of a running Go process, or of a core
+// file and its executable, from outside the process, through the goroutine
+// lineage ABI that programs built by the fpsafe fork publish
+// (doc/lineage-abi.md).
+//
+// A Process gives the threads' current goroutines (Regions, Sampler), every
+// goroutine with its parent, ancestors, state, wait reason, wait object,
+// pprof labels, start and creation sites (Goroutines), and a goroutine's
+// stack walked by frame pointers and symbolized from the executable's
+// pclntab, inlined frames expanded (Stack). A live process is read with
+// process_vm_readv and is never stopped: reads follow the ABI's
+// consistency rule, and a goroutine that keeps changing while read is left
+// out (Snapshot.Torn counts them).
+//
+// Stability: the API of this package is stable within the major version of
+// the module fpsafe.dev/misc: names are not removed or changed
+// incompatibly, fields may be added. It reads lineage ABI version 2 and
+// refuses other versions with an error that names them. Targets: Linux
+// processes and cores, amd64 and arm64, of programs built by this
+// repository's fork toolchain (the release the repository's VERSION file
+// names) with the lineage ABI on (the default; GODEBUG=lineage=0 turns
+// records off and then Goroutines returns an error).
+package lineage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/opentarget"
+	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
+)
+
+// ABIVersion is the lineage ABI version this package reads.
+const ABIVersion = lineageabi.Version
+
+// Options tune how a target is opened. A nil *Options is the zero value.
+type Options struct {
+	// NoLabels skips reading goroutines' pprof labels (a few reads fewer
+	// for each goroutine that has labels).
+	NoLabels bool
+}
+
+// Process is an open target: a live process or a core with its executable.
+// Its methods may be called from one goroutine at a time.
+type Process struct {
+	pid  int // 0 for a core
+	exe  *opentarget.Exe
+	abi  *lineageabi.ABI
+	mem  target.Mem
+	core *target.Core
+	opts Options
+	// threads of a core: their registers, for the goroutines they run
+	threads []target.Thread
+	sites   map[uint64]Site // symbolized start PCs and go statements
+	names   *stack.StartNamer
+}
+
+// ErrExited reports a process that has exited (a zombie).
+var ErrExited = opentarget.ErrExited
+
+// ErrNoLineage reports a target built without the lineage ABI (by an
+// upstream Go toolchain, for example).
+var ErrNoLineage = lineageabi.ErrNoABI
+
+// OpenPID opens live process pid. Its memory is read with process_vm_readv,
+// which needs the permission ptrace would need (the same user and
+// kernel.yama.ptrace_scope permitting, or CAP_SYS_PTRACE); the process is not
+// stopped. ctx bounds the open only.
+func OpenPID(ctx context.Context, pid int, opts *Options) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	exe, abi, err := opentarget.OpenLive(pid, false)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{pid: pid, exe: exe, abi: abi, mem: target.ProcMem(pid), sites: map[uint64]Site{}}
+	p.names = stack.NewStartNamer(exe.Bin, exe.Bias)
+	if opts != nil {
+		p.opts = *opts
+	}
+	return p, nil
+}
+
+// OpenCore opens core file corePath dumped from executable exePath. It
+// refuses a core of another build.
+func OpenCore(corePath, exePath string, opts *Options) (*Process, error) {
+	exe, err := opentarget.OpenExe(exePath)
+	if err != nil {
+		return nil, err
+	}
+	abi, err := exe.FindABI()
+	if err != nil {
+		exe.Close()
+		return nil, err
+	}
+	c, err := exe.OpenCore(corePath, abi)
+	if err != nil {
+		var ce *opentarget.CoreError
+		if errors.As(err, &ce) {
+			ce.Core.Close()
+		}
+		exe.Close()
+		return nil, err
+	}
+	p := &Process{exe: exe, abi: abi, mem: target.NewCachedMem(c), core: c, threads: c.Threads, sites: map[uint64]Site{}}
+	p.names = stack.NewStartNamer(exe.Bin, exe.Bias)
+	if opts != nil {
+		p.opts = *opts
+	}
+	return p, nil
+}
+
+// Close releases the executable (and the core).
+func (p *Process) Close() error {
+	if p.core != nil {
+		p.core.Close()
+	}
+	return p.exe.Close()
+}
+
+// PID is the live process's id, 0 for a core.
+func (p *Process) PID() int { return p.pid }
+
+// view reads the lineage header and the region registry afresh.
+func (p *Process) view(ctx context.Context) (*lineageabi.View, error) {
+	v, err := p.abi.Load(p.mem, p.exe.Bias)
+	if err != nil {
+		if p.pid != 0 && !processExists(p.pid) {
+			return nil, fmt.Errorf("process %d: %w", p.pid, target.ErrGone)
+		}
+		return nil, err
+	}
+	v.ReadLabels = !p.opts.NoLabels
+	if ctx != nil {
+		v = v.WithContext(ctx)
+	}
+	return v, nil
+}
+
+func processExists(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
