@@ -166,20 +166,18 @@ func ListThreads(pid int) ([]int, error) {
 }
 
 func threadState(pid, tid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2 : i+3]
-	}
-	return ""
+	return statState(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
 }
 
 // ProcState is the scheduling state letter of process pid ("R", "S", "Z", ...), "" if unknown.
 func ProcState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return statState(fmt.Sprintf("/proc/%d/stat", pid))
+}
+
+// statState is the state letter of a /proc stat file: the field after the
+// command name, which ends at the line's last ')'.
+func statState(path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
