@@ -17,10 +17,6 @@ type docField struct {
 	meaning   string
 }
 
-// specNote is where the two #23 helpers agreed on version 2 before the doc
-// described it; docHeader reads it while the doc still shows version 1.
-const specNote = "/work/notes/abi2-spec.md"
-
 // docHeader parses the header tables of doc/lineage-abi.md: every table row
 // whose first column is an offset, under a heading that names the Header
 // ("## 2. Header") or "header offsets" (the registry's fields). A row is "| off | size | field ... | meaning |"
@@ -31,11 +27,7 @@ func docHeader(t *testing.T) []docField {
 	t.Helper()
 	fs := parseHeaderDoc(t, "../../../doc/lineage-abi.md")
 	if !hasField(fs, "text_base") {
-		if _, err := os.Stat(specNote); err != nil {
-			t.Fatalf("doc/lineage-abi.md describes no version 2 header (no text_base row)")
-		}
-		t.Logf("doc/lineage-abi.md still describes version 1: checking against %s", specNote)
-		fs = parseHeaderDoc(t, specNote)
+		t.Fatalf("doc/lineage-abi.md describes no version 2 header (no text_base row)")
 	}
 	return fs
 }
