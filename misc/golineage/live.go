@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
@@ -505,41 +504,4 @@ func (s *symbolizer) frames(w stack.Walk) []stack.Loc {
 	l = l[:len(l):len(l)] // shared: an append must copy
 	s.m[string(key)] = l
 	return l
-}
-
-// sampleParkedLive is sampleParked for a process that keeps running: the
-// registry is read and the parked stacks walked with no thread stopped.
-// cache keeps the samples from tick to tick: a goroutine that has not run
-// since its last walk is not walked again, and its sample is the same
-// (pprofout.Builder.AddShared counts it without comparing it again).
-func sampleParkedLive(snap *snapshot, cache *lineageabi.Cache[*pprofout.Sample], onThreads []pprofout.Sample) []*pprofout.Sample {
-	view := loadViewOrNil(snap)
-	if view == nil || view.Reg == nil {
-		return nil
-	}
-	gs, samples, _, err := cache.Read(view, func() lineageabi.Visit[*pprofout.Sample] {
-		pw := &parkedWalker{snap: snap}
-		return func(gs []*lineageabi.Goroutine) []*pprofout.Sample {
-			walks := pw.walk(gs)
-			out := make([]*pprofout.Sample, len(gs))
-			for i, w := range walks {
-				if w != nil {
-					s := parkedSample(*gs[i], *w)
-					out[i] = &s
-				}
-			}
-			return out
-		}
-	})
-	if err != nil {
-		return nil
-	}
-	sampled := sampledGoids(onThreads)
-	out := make([]*pprofout.Sample, 0, len(gs))
-	for i, g := range gs {
-		if samples[i] != nil && !sampled[g.Goid] {
-			out = append(out, samples[i])
-		}
-	}
-	return out
 }
