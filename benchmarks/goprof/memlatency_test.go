@@ -29,14 +29,15 @@ var chaseSink *line
 // BenchmarkMemLatency measures the latency of a dependent load: one op is
 // one load in a random cycle through size bytes of cache lines, so each
 // load waits for the previous one and the prefetchers cannot guess the
-// next line. At 32 KiB the loads hit L1; at 64 MiB (about the stacks of
+// next line. At 32 KiB the loads hit L1, at 8 MiB the last-level cache
+// (when other jobs leave it alone); at 64 MiB (about the stacks of
 // 10,000 goroutines) and 256 MiB, far beyond the last-level cache, they
 // miss to DRAM, most with a TLB miss too: the latency against which
 // walking thousands of cold goroutine stacks is bound. On a shared machine
 // read cpu-ns/op, the CPU time per load: ns/op also counts the time other
 // jobs hold the CPU. A reference for the machine, not a fork change.
 func BenchmarkMemLatency(b *testing.B) {
-	for _, size := range []int{32 << 10, 1 << 20, 64 << 20, 256 << 20} {
+	for _, size := range []int{32 << 10, 1 << 20, 8 << 20, 64 << 20, 256 << 20} {
 		b.Run(fmt.Sprintf("size=%dKiB", size>>10), func(b *testing.B) {
 			p := chaseRing(size / 64)
 			// One lap to fault the pages in and warm what fits.
