@@ -94,7 +94,24 @@ type ebpfRun struct {
 	note string           // why samples have no lineage, if they cannot
 
 	torn, otherThread, malformed int // samples left without lineage, by why
+
+	// -wall: each goroutine's latest on-CPU sample and the tick it came in,
+	// for a goroutine that runs on a thread at a tick without a sample of
+	// its own (its thread was off the CPU: see wallTick).
+	lastOnCPU map[uint64]lastSample
+	ticks     int
+	stale     int // running goroutines counted without a sample of the tick
 }
+
+type lastSample struct {
+	s    pprofout.Sample
+	tick int
+}
+
+// lastOnCPUTicks is how long a goroutine's on-CPU sample stands in for it:
+// after that, a running goroutine that had none since is counted by its
+// start function alone.
+const lastOnCPUTicks = 100
 
 func openEBPF(pid int, arch string, bias uint64, abi *lineageabi.ABI, pf profileFlags) (*ebpfRun, error) {
 	if arch != "amd64" {
@@ -168,8 +185,8 @@ func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf
 			if runs > 0 {
 				perRun = inBPF / time.Duration(runs)
 			}
-			fmt.Fprintf(pf.stderr, "golineage: ebpf: %d samples (without lineage: %d torn, %d of another thread, %d malformed; %d lost to a full ring buffer), %d wall-clock ticks; the program ran %d times for %v (%v each, all CPUs' samples; the target's own samples ran it in their time)\n",
-				events, r.torn, r.otherThread, r.malformed, r.c.Lost(), tc.ticks, runs, inBPF.Round(time.Microsecond), perRun)
+			fmt.Fprintf(pf.stderr, "golineage: ebpf: %d samples (without lineage: %d torn, %d of another thread, %d malformed; %d lost to a full ring buffer), %d wall-clock ticks (%d running goroutines counted without a sample of their tick); the program ran %d times for %v (%v each, all CPUs' samples; the target's own samples ran it in their time)\n",
+				events, r.torn, r.otherThread, r.malformed, r.c.Lost(), tc.ticks, r.stale, runs, inBPF.Round(time.Microsecond), perRun)
 			fmt.Fprintf(pf.stderr, "golineage: sampling used %v of CPU time in %v (%.1f%% of one CPU)\n",
 				cpu.Round(time.Millisecond), d.Round(time.Millisecond), 100*cpu.Seconds()/d.Seconds())
 			if pf.wall {
@@ -249,13 +266,51 @@ func exitWatch(pid int) (exited func() bool, close func()) {
 // wallTick adds one wall-clock tick: the goroutines sampled running since
 // the previous tick, then every other goroutine, read from the registry
 // with no thread stopped.
+//
+// A wall-clock profile counts every goroutine at every tick. The program
+// samples a thread only while it is on a CPU, at -hz, so a goroutine that
+// runs on a thread the kernel kept off the CPU since the previous tick
+// (more runnable threads than CPUs) has no sample of this tick. Such a
+// goroutine, found by the regions (its thread's current goroutine, whose g
+// says running), is counted with its latest on-CPU sample of the last
+// lastOnCPUTicks ticks, or else by its start function and lineage, with
+// the state "running (not sampled)", as the ptrace collector, which stops
+// every thread that runs a goroutine, would count it.
 func (r *ebpfRun) wallTick(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, parked *wallParked, running map[uint64]pprofout.Sample, b *pprofout.Builder) {
+	r.ticks++
+	if r.lastOnCPU == nil {
+		r.lastOnCPU = map[uint64]lastSample{}
+	}
 	var onCPU []pprofout.Sample
-	for _, s := range running {
+	for goid, s := range running {
 		onCPU = append(onCPU, s)
 		b.Add(s)
+		r.lastOnCPU[goid] = lastSample{s, r.ticks}
 	}
 	snap := &snapshot{bin: bin, bias: bias, mem: target.ProcMem(r.pid), abi: abi, live: true}
+	if view := loadViewOrNil(snap); view != nil {
+		for _, tid := range view.Threads() {
+			rec, g, err := view.ThreadGoroutine(tid)
+			if err != nil || rec == nil || g == nil || g.Status != lineageabi.StatusRunning {
+				continue
+			}
+			if _, ok := running[rec.Goid]; ok {
+				continue
+			}
+			s := pprofout.Sample{TID: int(tid), Goid: rec.Goid, PCs: []uint64{rec.StartPC}, Lineage: lineageabi.Chain(rec), State: "running (not sampled)"}
+			if l, ok := r.lastOnCPU[rec.Goid]; ok && r.ticks-l.tick <= lastOnCPUTicks {
+				s = l.s
+			}
+			r.stale++
+			onCPU = append(onCPU, s)
+			b.Add(s)
+		}
+	}
+	for goid, l := range r.lastOnCPU {
+		if r.ticks-l.tick > lastOnCPUTicks {
+			delete(r.lastOnCPU, goid)
+		}
+	}
 	parked.tick(snap, onCPU, b)
 }
 
