@@ -10,7 +10,9 @@
 // pclntab, inlined frames expanded (Stack). A live process is read with
 // process_vm_readv and is never stopped: reads follow the ABI's
 // consistency rule, and a goroutine that keeps changing while read is left
-// out (Snapshot.Torn counts them).
+// out (Snapshot.Torn counts them). Stop holds every thread of a live
+// process with ptrace instead, until Resume: a Stopped reads one instant,
+// gives the threads' registers, and walks running goroutines' stacks too.
 //
 // Stability: the API of this package is stable within the major version of
 // the module fpsafe.dev/misc: names are not removed or changed
