@@ -19,11 +19,12 @@ type Registers struct {
 	PC, SP, FP, LR, TLS uint64
 }
 
-// Thread is one thread of a stopped process.
+// Thread is one thread of a stopped process or a core.
 type Thread struct {
 	TID int
 	// State is the kernel's scheduling state letter ("R", "S", "D", ...)
-	// just before the stop, "" if unknown.
+	// just before the stop (from the core's notes for a core), "" if
+	// unknown.
 	State     string
 	Registers Registers
 }
@@ -53,6 +54,64 @@ type Stopped struct {
 	window  time.Duration
 }
 
+// hold makes s the held view of p while st holds it.
+func (s *Stopped) hold(p *Process, st *target.Stopped) {
+	s.since = st.Since
+	s.threads = threads(st.Threads)
+	held := *p
+	held.mem = &heldMem{m: target.NewCachedMem(st.Mem), held: &s.held}
+	held.threads = st.Threads
+	held.core = nil
+	held.tr = nil
+	s.p = &held
+	s.held.Store(true)
+}
+
+func threads(ts []target.Thread) []Thread {
+	out := make([]Thread, 0, len(ts))
+	for _, th := range ts {
+		out = append(out, Thread{TID: th.TID, State: th.State, Registers: Registers(th.Regs)})
+	}
+	return out
+}
+
+// ErrThreadExited is returned by StopThread for a thread that exited
+// before it stopped.
+var ErrThreadExited = target.ErrThreadGone
+
+// StopThread holds thread tid of the live process, only that thread,
+// while fn runs, and detaches it: the other threads run on. It is the
+// cheap stop of a sampler or of a live read of threads: while tid is held
+// its registers, its stack and its region's record are consistent (a
+// thread's region changes only on that thread); other memory is live.
+// fn runs on the tracer thread the Process keeps (so nothing waits for a
+// goroutine to be scheduled while the thread is stopped) and must not
+// call Stop or StopThread. The Stopped is valid during fn only; its
+// Resume does nothing. StopThread returns how long the thread was held,
+// from its seizure to its detach, and ErrThreadExited if it exited first.
+func (p *Process) StopThread(ctx context.Context, tid int, fn func(*Stopped)) (time.Duration, error) {
+	if p.pid == 0 {
+		return 0, errors.New("lineage: StopThread needs a live process")
+	}
+	if p.tr == nil {
+		if err := target.CheckTracer(p.pid); err != nil {
+			return 0, err
+		}
+		stack.Table(p.exe.Bin)
+		p.tr = target.NewTracer()
+	}
+	return p.tr.StopThreadContext(ctx, p.pid, tid, true, func(st *target.Stopped) {
+		s := &Stopped{}
+		s.hold(p, st)
+		defer s.held.Store(false)
+		fn(s)
+	})
+}
+
+// Since is when the last thread held entered ptrace-stop: from then until
+// the detach nothing held moves.
+func (s *Stopped) Since() time.Time { return s.since }
+
 // Stop stops every thread of the live process with ptrace (seize and
 // interrupt, the permission OpenPID needs) and holds them until Resume.
 // It refuses a process that another tracer (a debugger) holds. The threads
@@ -78,16 +137,7 @@ func (p *Process) Stop(ctx context.Context) (*Stopped, error) {
 		defer close(s.done)
 		defer tr.Close()
 		s.window, s.err = tr.Stop(p.pid, true, func(st *target.Stopped) {
-			s.since = st.Since
-			for _, th := range st.Threads {
-				s.threads = append(s.threads, Thread{TID: th.TID, State: th.State, Registers: Registers(th.Regs)})
-			}
-			held := *p
-			held.mem = &heldMem{m: target.NewCachedMem(st.Mem), held: &s.held}
-			held.threads = st.Threads
-			held.core = nil
-			s.p = &held
-			s.held.Store(true)
+			s.hold(p, st)
 			ready <- true
 			select {
 			case <-s.release:
@@ -111,13 +161,17 @@ func (p *Process) Stop(ctx context.Context) (*Stopped, error) {
 // returns the stop's error if the detach found one (a thread that exited
 // while held is not an error). It may be called more than once.
 func (s *Stopped) Resume() error {
+	if s.release == nil { // StopThread's
+		return nil
+	}
 	s.once.Do(func() { close(s.release) })
 	<-s.done
 	return s.err
 }
 
-// Held is how long the process has been held, or was held, from the moment
-// its last thread stopped.
+// Held is how long the process was held: after Resume, from the first
+// thread's seizure to the last detach; while held, since the last thread
+// stopped.
 func (s *Stopped) Held() time.Duration {
 	select {
 	case <-s.done:
@@ -175,6 +229,10 @@ func (s *Stopped) ThreadStack(ctx context.Context, tid int) ([]Frame, error) {
 	}
 	return nil, fmt.Errorf("process %d has no thread %d", s.p.pid, tid)
 }
+
+// ReadAt reads the held process's memory (through a page cache: a page is
+// read once while held). It fails with ErrResumed once resumed.
+func (s *Stopped) ReadAt(b []byte, addr uint64) error { return s.p.mem.ReadAt(b, addr) }
 
 // heldMem reads a held process's memory while it is held.
 type heldMem struct {

@@ -20,8 +20,9 @@ import (
 // every thread is in tracing stop, and after Resume none is and reads
 // fail with ErrResumed.
 func TestStopped(t *testing.T) {
-	_, pid := fixture.Start(t)
+	exe, pid := fixture.Start(t)
 	time.Sleep(100 * time.Millisecond) // the workers block
+	mu := symbol(t, exe, "main.mu")
 	ctx := context.Background()
 	p, err := lineage.OpenPID(ctx, pid, nil)
 	if err != nil {
@@ -53,6 +54,9 @@ func TestStopped(t *testing.T) {
 			t.Errorf("thread %d: stack %v, %v", th.TID, fr, err)
 		}
 	}
+	if !locked(t, p.ReadAt, mu) || !locked(t, s.ReadAt, mu) {
+		t.Errorf("main.mu reads unlocked")
+	}
 	held, err := s.Goroutines(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +78,9 @@ func TestStopped(t *testing.T) {
 	}
 	if _, err := s.Goroutines(ctx); !errors.Is(err, lineage.ErrResumed) {
 		t.Errorf("Goroutines after Resume: %v, want ErrResumed", err)
+	}
+	if err := s.ReadAt(make([]byte, 4), mu); !errors.Is(err, lineage.ErrResumed) {
+		t.Errorf("ReadAt after Resume: %v, want ErrResumed", err)
 	}
 	if _, err := p.Goroutines(ctx); err != nil {
 		t.Errorf("live read after Resume: %v", err)
@@ -144,21 +151,72 @@ func parked(t *testing.T, ctx context.Context, stack func(context.Context, *line
 
 // taskStates is the State letter of each of pid's threads
 // (/proc/PID/task/TID/status).
-func taskStates(t *testing.T, pid int) string {
+func taskStates(t *testing.T, pid int) string { return taskStatesExcept(t, pid, 0) }
+
+// TestStopThread: StopThread holds one thread (in tracing stop while fn
+// runs, the others not), gives its stack, and detaches it.
+func TestStopThread(t *testing.T) {
+	_, pid := fixture.Start(t)
+	ctx := context.Background()
+	p, err := lineage.OpenPID(ctx, pid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tids, err := target.ListThreads(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tid := range tids {
+		var states string
+		var frames []lineage.Frame
+		var ferr error
+		d, err := p.StopThread(ctx, tid, func(s *lineage.Stopped) {
+			states = taskState(t, pid, tid) + taskStatesExcept(t, pid, tid)
+			frames, ferr = s.ThreadStack(ctx, tid)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d <= 0 || ferr != nil || len(frames) == 0 {
+			t.Errorf("thread %d: held %v, stack %v, %v", tid, d, frames, ferr)
+		}
+		if states[0] != 't' || strings.ContainsAny(states[1:], "tT") {
+			t.Errorf("thread %d held: states %q, want it alone in tracing stop", tid, states)
+		}
+	}
+	if st := taskStates(t, pid); strings.ContainsAny(st, "tT") {
+		t.Errorf("after: thread states %q", st)
+	}
+	if _, err := p.StopThread(ctx, 1<<30, func(*lineage.Stopped) {}); !errors.Is(err, lineage.ErrThreadExited) {
+		t.Errorf("StopThread of no thread: %v, want ErrThreadExited", err)
+	}
+}
+
+// taskState is the State letter of thread tid (/proc/PID/task/TID/status).
+func taskState(t *testing.T, pid, tid int) string {
+	c, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+	if err != nil {
+		return "" // exited
+	}
+	for _, l := range strings.Split(string(c), "\n") {
+		if st, ok := strings.CutPrefix(l, "State:"); ok {
+			return strings.TrimSpace(st)[:1]
+		}
+	}
+	return "?"
+}
+
+// taskStatesExcept is taskStates without thread tid.
+func taskStatesExcept(t *testing.T, pid, tid int) string {
 	tids, err := target.ListThreads(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	for _, tid := range tids {
-		c, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
-		if err != nil {
-			continue // exited
-		}
-		for _, l := range strings.Split(string(c), "\n") {
-			if st, ok := strings.CutPrefix(l, "State:"); ok {
-				b.WriteString(strings.TrimSpace(st)[:1])
-			}
+	for _, other := range tids {
+		if other != tid {
+			b.WriteString(taskState(t, pid, other))
 		}
 	}
 	return b.String()
