@@ -182,7 +182,11 @@ type Frame struct {
 	Function string // "" outside Go code
 	File     string
 	Line     int
-	Inlined  bool // inlined into the next frame out
+	Inlined  bool   // inlined into the next frame out
+	Offset   uint64 // PC minus the function's entry (physical frames only)
+	// Signal: a signal arrived during this frame (a kernel signal frame
+	// gave its PC); the frames from here on ran before it.
+	Signal bool
 }
 
 // ErrRunning is returned by Stack for a goroutine running on a thread of
@@ -219,15 +223,16 @@ func (p *Process) Stack(ctx context.Context, g *Goroutine) ([]Frame, error) {
 // PC is where it resumes).
 func (p *Process) frames(regs target.Regs, exact bool) []Frame {
 	w := stack.Unwind(p.mem, p.exe.Bin, p.exe.Bias, regs)
-	var locs []stack.Loc
 	if exact {
-		locs = stack.SymbolizeWalk(p.exe.Bin, p.exe.Bias, w)
-	} else {
-		locs = stack.SymbolizeResumed(p.exe.Bin, p.exe.Bias, w)
+		return toFrames(stack.SymbolizeWalk(p.exe.Bin, p.exe.Bias, w))
 	}
+	return toFrames(stack.SymbolizeResumed(p.exe.Bin, p.exe.Bias, w))
+}
+
+func toFrames(locs []stack.Loc) []Frame {
 	out := make([]Frame, 0, len(locs))
 	for _, l := range locs {
-		out = append(out, Frame{PC: l.PC, Function: l.Func, File: l.File, Line: l.Line, Inlined: l.Inlined})
+		out = append(out, Frame{PC: l.PC, Function: l.Func, File: l.File, Line: l.Line, Inlined: l.Inlined, Offset: l.Offset, Signal: l.Signal})
 	}
 	return out
 }

@@ -16,6 +16,8 @@
 // StopThread holds one thread while a function runs, the cheap stop of a
 // sampler. ReadAt and ReadV read raw memory (of the process, the core, or
 // a Stopped) for a reader that decodes more than this package does.
+// OpenExecutable walks stacks in memory another reader serves (a
+// debugger's).
 //
 // Stability: the API of this package is stable within the major version of
 // the module fpsafe.dev/misc: names are not removed or changed

@@ -46,12 +46,22 @@ func TestStopped(t *testing.T) {
 	if len(s.Threads()) == 0 || len(s.Threads()) != len(taskStates(t, pid)) {
 		t.Errorf("held: %d threads with registers, /proc lists %d", len(s.Threads()), len(taskStates(t, pid)))
 	}
+	e, err := lineage.OpenExecutable(exe, p.LoadBias())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
 	for _, th := range s.Threads() {
 		if th.Registers.PC == 0 || th.Registers.SP == 0 {
 			t.Errorf("thread %d: registers %+v", th.TID, th.Registers)
 		}
-		if fr, err := s.ThreadStack(ctx, th.TID); err != nil || len(fr) == 0 {
+		fr, err := s.ThreadStack(ctx, th.TID)
+		if err != nil || len(fr) == 0 {
 			t.Errorf("thread %d: stack %v, %v", th.TID, fr, err)
+		}
+		// The same walk in memory served by another reader (here s).
+		if served, _ := e.ThreadStack(s, th.Registers); fmt.Sprint(served) != fmt.Sprint(fr) {
+			t.Errorf("thread %d: Executable.ThreadStack %v, Stopped.ThreadStack %v", th.TID, served, fr)
 		}
 	}
 	if !locked(t, p.ReadAt, mu) || !locked(t, s.ReadAt, mu) {
