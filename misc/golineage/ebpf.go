@@ -6,7 +6,7 @@ package main
 // repair needs, and its goroutine's lineage record (internal/ebpf). No
 // thread of the target is ever stopped: with -wall, the goroutines that are
 // not running are read from the registry as the ptrace collector reads
-// them between its thread stops (sampleParkedLive), and the running ones
+// them between its thread stops (wallParked), and the running ones
 // are those the program sampled since the previous tick.
 
 import (
