@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
 	-n) runs=$2; shift 2 ;;
 	-bench) benches+=("$2"); shift 2 ;;
 	-pkg) pkg=$2; shift 2 ;;
-	-h|-help|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|-help|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "callgrind.bash: unknown flag $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
