@@ -104,7 +104,8 @@ func probeBPF() error {
 	return nil
 }
 
-func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
+func sampleBPF(t *profTarget, pf profileFlags, b *pprofout.Builder) error {
+	pid, bin, bias, abi := t.pid, t.bin, t.bias, t.abi
 	if bin.Arch != "amd64" {
 		return fmt.Errorf("the bpf collector supports amd64 only (executable is %s)", bin.Arch)
 	}
@@ -115,7 +116,7 @@ func sampleBPF(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf 
 	if abi != nil {
 		// The program embeds run-time header fields; read them without
 		// stopping the process (they are written once, before any goroutine).
-		v, err := abi.Load(target.ProcMem(pid), bias)
+		v, err := abi.Load(t.p, bias)
 		if err != nil {
 			return err
 		}

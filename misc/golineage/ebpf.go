@@ -21,7 +21,6 @@ import (
 
 	"fpsafe.dev/misc/golineage/internal/ebpf"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
-	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/target"
 )
@@ -34,12 +33,12 @@ const btfEnv = "GOLINEAGE_KERNEL_BTF"
 // runCollector runs the collector pf selects and prints, on one line, which one
 // ran; the default is ebpf where this kernel and process allow it, else
 // ptrace with the reason.
-func runCollector(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
-	name, why := chooseCollector(pf, bin.Arch, func() error { return ebpf.CheckPrivileges(os.Getenv(btfEnv)) })
+func runCollector(t *profTarget, pf profileFlags, b *pprofout.Builder) error {
+	name, why := chooseCollector(pf, t.bin.Arch, func() error { return ebpf.CheckPrivileges(os.Getenv(btfEnv)) })
 	var run *ebpfRun
 	if name == "ebpf" {
 		var err error
-		run, err = openEBPF(pid, bin.Arch, bias, abi, pf)
+		run, err = openEBPF(t, pf)
 		switch {
 		case err != nil && pf.collector == "" && errors.Is(err, ebpf.ErrUnavailable):
 			name, why = "ptrace", err.Error()
@@ -55,17 +54,14 @@ func runCollector(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 	} else {
 		fmt.Fprintf(pf.stderr, "golineage: collector %s\n", name)
 	}
-	b.Title = fmt.Sprintf("golineage profile of %s (pid %d), %d Hz, %s collector", filepath.Base(bin.Path), pid, pf.hz, name)
+	b.Title = fmt.Sprintf("golineage profile of %s (pid %d), %d Hz, %s collector", filepath.Base(t.bin.Path), t.pid, pf.hz, name)
 	switch name {
 	case "ebpf":
-		return run.sample(bin, bias, abi, pf, b)
+		return run.sample(pf, b)
 	case "bpf":
-		return sampleBPF(pid, bin, bias, abi, pf, b)
+		return sampleBPF(t, pf, b)
 	}
-	if err := target.CheckTracer(pid); err != nil {
-		return err
-	}
-	return samplePtrace(pid, bin, bias, abi, pf, b)
+	return samplePtrace(t, pf, b)
 }
 
 // chooseCollector returns the collector to run and, for a default that is
@@ -88,7 +84,7 @@ func chooseCollector(pf profileFlags, arch string, ebpfUsable func() error) (nam
 
 // ebpfRun is a loaded and attached ebpf collector.
 type ebpfRun struct {
-	pid  int
+	t    *profTarget
 	c    *ebpf.Collector
 	view *lineageabi.View // nil without lineage
 	note string           // why samples have no lineage, if they cannot
@@ -113,19 +109,19 @@ type lastSample struct {
 // start function alone.
 const lastOnCPUTicks = 100
 
-func openEBPF(pid int, arch string, bias uint64, abi *lineageabi.ABI, pf profileFlags) (*ebpfRun, error) {
-	if arch != "amd64" {
+func openEBPF(t *profTarget, pf profileFlags) (*ebpfRun, error) {
+	if t.bin.Arch != "amd64" {
 		// The program reads amd64's thread pointer and registers.
-		return nil, fmt.Errorf("%w: it supports amd64 only, the executable is %s", ebpf.ErrUnavailable, arch)
+		return nil, fmt.Errorf("%w: it supports amd64 only, the executable is %s", ebpf.ErrUnavailable, t.bin.Arch)
 	}
-	cfg := ebpf.Config{TGID: pid, Hz: pf.hz, BTF: os.Getenv(btfEnv), Stats: pf.stats}
-	r := &ebpfRun{pid: pid}
-	if abi != nil {
+	cfg := ebpf.Config{TGID: t.pid, Hz: pf.hz, BTF: os.Getenv(btfEnv), Stats: pf.stats}
+	r := &ebpfRun{t: t}
+	if abi := t.abi; abi != nil {
 		// The offsets are the executable file's (the ABI puts them there
 		// at link time); only the run-time fields (flags, tls_g_offset,
 		// record_size) are read from the process, running: they are
 		// written once, before any goroutine.
-		v, err := abi.Load(target.ProcMem(pid), bias)
+		v, err := abi.Load(t.p, t.bias)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +154,7 @@ const ebpfPoll = 50 * time.Millisecond
 // sample reads the program's events until the duration ends, the target
 // exits or the command is interrupted. With -wall, each tick adds the
 // running goroutines sampled since the previous tick and every parked one.
-func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
+func (r *ebpfRun) sample(pf profileFlags, b *pprofout.Builder) error {
 	start, cpu0 := time.Now(), cpuTime()
 	deadline := start.Add(pf.duration)
 	period := time.Second / time.Duration(pf.hz)
@@ -170,7 +166,7 @@ func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf
 		tc      = tickCPU{cpu0: cpu0}
 	)
 	defer parked.flush(b)
-	exited, closeWatch := exitWatch(r.pid)
+	exited, closeWatch := exitWatch(r.t.pid)
 	defer closeWatch()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -200,7 +196,7 @@ func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf
 			return nil
 		}
 		if exited() {
-			return fmt.Errorf("process %d exited", r.pid)
+			return fmt.Errorf("process %d exited", r.t.pid)
 		}
 		// What the program wrote so far, without waiting.
 		for {
@@ -212,7 +208,7 @@ func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf
 				return fmt.Errorf("ebpf collector: reading samples: %w", err)
 			}
 			events++
-			s := r.eventSample(e, bin, bias)
+			s := r.eventSample(e)
 			if !pf.wall {
 				b.Add(s)
 			} else if s.Goid != 0 {
@@ -220,7 +216,7 @@ func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf
 			}
 		}
 		if pf.wall && !now.Before(nextTick) {
-			r.wallTick(bin, bias, abi, &parked, running, b)
+			r.wallTick(&parked, running, b)
 			clear(running)
 			tc.tick()
 			nextTick = nextTick.Add(period)
@@ -276,7 +272,7 @@ func exitWatch(pid int) (exited func() bool, close func()) {
 // lastOnCPUTicks ticks, or else by its start function and lineage, with
 // the state "running (not sampled)", as the ptrace collector, which stops
 // every thread that runs a goroutine, would count it.
-func (r *ebpfRun) wallTick(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, parked *wallParked, running map[uint64]pprofout.Sample, b *pprofout.Builder) {
+func (r *ebpfRun) wallTick(parked *wallParked, running map[uint64]pprofout.Sample, b *pprofout.Builder) {
 	r.ticks++
 	if r.lastOnCPU == nil {
 		r.lastOnCPU = map[uint64]lastSample{}
@@ -287,7 +283,7 @@ func (r *ebpfRun) wallTick(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 		b.Add(s)
 		r.lastOnCPU[goid] = lastSample{s, r.ticks}
 	}
-	snap := &snapshot{bin: bin, bias: bias, mem: target.ProcMem(r.pid), abi: abi, live: true}
+	snap := r.t.liveSnapshot()
 	if view := loadViewOrNil(snap); view != nil {
 		for _, tid := range view.Threads() {
 			rec, g, err := view.ThreadGoroutine(tid)
@@ -317,12 +313,12 @@ func (r *ebpfRun) wallTick(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 // eventSample turns an event into a sample: the innermost frame repaired
 // as the bpf collector does, and the lineage stitched. A sample whose
 // lineage copy is not whole keeps its stack and is counted.
-func (r *ebpfRun) eventSample(e *ebpf.Event, bin *gobin.Binary, bias uint64) pprofout.Sample {
+func (r *ebpfRun) eventSample(e *ebpf.Event) pprofout.Sample {
 	bs := bpfSample{tid: int(e.TID), regs: target.Regs{PC: e.PC, SP: e.SP, FP: e.FP, TLS: e.FSBase}, words: e.Words[:], ustack: e.Stack}
 	if len(bs.ustack) == 0 {
 		bs.ustack = []uint64{e.PC}
 	}
-	s := bs.sample(bin, bias, false)
+	s := bs.sample(r.t.bin, r.t.bias, false)
 	if r.view == nil {
 		return s
 	}

@@ -167,7 +167,7 @@ func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 		view = view.WithContext(ctx)
 		view.ReadLabels = true
 	}
-	reads, err := readThreadsEach(p, pid, snap, view, verr, st)
+	reads, err := readThreadsEach(p, snap, view, verr, st)
 	if err != nil {
 		return r, err
 	}
@@ -191,11 +191,11 @@ func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	return goroutineRead{snap: snap, threads: r.threads, set: set, stats: st}, nil
 }
 
-// readThreadsEach stops the threads of pid one at a time, on the tracer
+// readThreadsEach stops the threads of p one at a time, on the tracer
 // thread, each only while its registers, stack and lineage record are
 // copied, and records each stop in st.
-func readThreadsEach(p *lineage.Process, pid int, snap *snapshot, view *lineageabi.View, verr error, st *readStats) ([]threadRead, error) {
-	tids, err := target.ListThreads(pid)
+func readThreadsEach(p *lineage.Process, snap *snapshot, view *lineageabi.View, verr error, st *readStats) ([]threadRead, error) {
+	tids, err := p.ThreadIDs()
 	if err != nil {
 		return nil, err
 	}

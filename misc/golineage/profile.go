@@ -19,6 +19,7 @@ import (
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 )
 
 type profileFlags struct {
@@ -89,14 +90,13 @@ func runProfile(inv *invocation, pf profileFlags) error {
 		return err
 	}
 	defer out.abandon()
-	exe, abi, err := opentarget.OpenLive(pid, pf.native)
+	t, err := openProfTarget(pf.ctx, pid, pf)
 	if err != nil {
 		return err
 	}
-	defer exe.Close()
-	bin, bias := exe.Bin, exe.Bias
-	b := pprofout.New(bin, bias, time.Second/time.Duration(pf.hz))
-	err = runCollector(pid, bin, bias, abi, pf, b)
+	defer t.close()
+	b := pprofout.New(t.bin, t.bias, time.Second/time.Duration(pf.hz))
+	err = runCollector(t, pf, b)
 	if errors.Is(err, context.Canceled) {
 		err = nil // interrupted: what was sampled is written
 	}
@@ -107,6 +107,48 @@ func runProfile(inv *invocation, pf profileFlags) error {
 		fmt.Fprintf(stderr, "golineage: sampling ended early: %v (writing the %d samples taken)\n", err, b.Len())
 	}
 	return out.write(b, pf)
+}
+
+// profTarget is the process a profile samples: opened once, with its
+// memory read and its threads stopped through p, and its executable file,
+// which the samples are symbolized from.
+type profTarget struct {
+	p    *lineage.Process
+	pid  int
+	bin  *gobin.Binary
+	bias uint64
+	abi  *lineageabi.ABI // nil for native stacks only
+}
+
+// openProfTarget opens process pid for a profile: its stops skip the
+// threads' scheduling states unless -running needs them.
+func openProfTarget(ctx context.Context, pid int, pf profileFlags) (*profTarget, error) {
+	p, err := lineage.OpenPID(ctx, pid, &lineage.Options{NoLineage: pf.native, NoLabels: true, FastStops: !pf.running})
+	if err != nil {
+		return nil, err
+	}
+	exe, err := opentarget.OpenLiveExe(pid)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	abi, err := findABI(exe.Bin, pf.native)
+	if err != nil {
+		exe.Close()
+		p.Close()
+		return nil, err
+	}
+	return &profTarget{p: p, pid: pid, bin: exe.Bin, bias: p.LoadBias(), abi: abi}, nil
+}
+
+func (t *profTarget) close() {
+	t.bin.Close()
+	t.p.Close()
+}
+
+// liveSnapshot is t read running, with no thread stopped.
+func (t *profTarget) liveSnapshot() *snapshot {
+	return &snapshot{bin: t.bin, bias: t.bias, mem: t.p, abi: t.abi, live: true}
 }
 
 // output is where a profile goes: a temporary file next to the -o path,
@@ -199,12 +241,20 @@ func (o *output) write(b *pprofout.Builder, pf profileFlags) error {
 	return nil
 }
 
-// samplePtrace stops all threads at each tick, copies their stacks and
-// lineage, and resumes them before doing anything else (symbolization and
-// output happen after sampling).
-func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf profileFlags, b *pprofout.Builder) error {
-	tr := target.NewTracerContext(pf.ctx)
-	defer tr.Close()
+// samplePtrace stops the threads at each tick, one at a time (or, with
+// -consistent, all together), copies their stacks and lineage, and
+// resumes them before doing anything else (symbolization and output happen
+// after sampling). The loop runs on the thread the stops are made from,
+// so that a stop costs no hand-off between threads.
+func samplePtrace(t *profTarget, pf profileFlags, b *pprofout.Builder) error {
+	var loopErr error
+	if err := t.p.OnTracerThread(func() { loopErr = samplePtraceLoop(t, pf, b) }); err != nil {
+		return err // another tracer holds the process
+	}
+	return loopErr
+}
+
+func samplePtraceLoop(t *profTarget, pf profileFlags, b *pprofout.Builder) error {
 	period := time.Second / time.Duration(pf.hz)
 	deadline := time.Now().Add(pf.duration)
 	var stops []time.Duration
@@ -229,72 +279,79 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 			tc.report(pf.stderr, cpu+cpu0)
 		}
 	}()
-	var loopErr error
 	if pf.stats {
 		fmt.Fprintln(pf.stderr, "golineage: sampling started")
 	}
 	var parked wallParked
 	defer parked.flush(b)
-	tr.Do(func() {
-		next := time.Now()
-		for time.Now().Before(deadline) && pf.ctx.Err() == nil {
-			var samples []pprofout.Sample
-			var err error
-			if pf.consistent {
-				var window time.Duration
-				var n int
-				window, err = tr.StopOnThread(pid, pf.running, func(st *target.Stopped) {
-					snap := &snapshot{ctx: pf.ctx, bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi}
-					view := loadViewOrNil(snap)
-					samples = sampleThreads(snap, view, pf.running)
-					if pf.wall {
-						samples = goroutineSamples(samples)
-						samples = append(samples, sampleParked(snap, view, samples)...)
-					}
-					n = len(st.Threads)
-				})
-				// Every thread was held for the whole window.
-				stops = append(stops, window*time.Duration(n))
-			} else {
-				samples, err = sampleEach(pf.ctx, tr, pid, bin, bias, abi, pf.running, pf.wall, &stops, &threads)
-				if err == nil && pf.wall {
-					// Threads one at a time, then the parked goroutines
-					// with none stopped.
-					samples = goroutineSamples(samples)
-					snap := &snapshot{ctx: pf.ctx, bin: bin, bias: bias, mem: target.ProcMem(pid), abi: abi, live: true}
-					parked.tick(snap, samples, b)
-				}
-			}
-			if pf.ctx.Err() != nil {
-				parked.drop()
-				return // interrupted: this tick's samples may be partial
-			}
-			if err != nil {
-				if processGone(pid) || errors.Is(err, target.ErrGone) {
-					err = fmt.Errorf("process %d exited", pid)
-				}
-				loopErr = err
-				return
-			}
-			for _, s := range samples {
-				b.Add(s)
-			}
-			tc.tick()
-			next = next.Add(period)
-			if d := time.Until(next); d > 0 {
-				// A Go sleep, not a raw nanosleep on this thread: a
-				// thread asleep in a system call holds its P, and the
-				// runtime's monitor then wakes every 20µs to 10ms to take
-				// it back, tick after tick, which costs more CPU than the
-				// handoff back to this locked thread. Parked, the
-				// goroutine leaves every P idle and the monitor asleep.
-				time.Sleep(d)
-			} else {
-				next = time.Now() // fell behind: do not burst
+	next := time.Now()
+	for time.Now().Before(deadline) && pf.ctx.Err() == nil {
+		var samples []pprofout.Sample
+		var err error
+		if pf.consistent {
+			var stop time.Duration
+			samples, stop, err = sampleStopped(t, pf)
+			stops = append(stops, stop)
+		} else {
+			samples, err = sampleEach(pf.ctx, t, pf.running, pf.wall, &stops, &threads)
+			if err == nil && pf.wall {
+				// Threads one at a time, then the parked goroutines
+				// with none stopped.
+				samples = goroutineSamples(samples)
+				snap := t.liveSnapshot()
+				snap.ctx = pf.ctx
+				parked.tick(snap, samples, b)
 			}
 		}
-	})
-	return loopErr
+		if pf.ctx.Err() != nil {
+			parked.drop()
+			return nil // interrupted: this tick's samples may be partial
+		}
+		if err != nil {
+			if processGone(t.pid) || errors.Is(err, target.ErrGone) {
+				err = fmt.Errorf("process %d exited", t.pid)
+			}
+			return err
+		}
+		for _, s := range samples {
+			b.Add(s)
+		}
+		tc.tick()
+		next = next.Add(period)
+		if d := time.Until(next); d > 0 {
+			// A Go sleep, not a raw nanosleep on this thread: a
+			// thread asleep in a system call holds its P, and the
+			// runtime's monitor then wakes every 20µs to 10ms to take
+			// it back, tick after tick, which costs more CPU than the
+			// handoff back to this locked thread. Parked, the
+			// goroutine leaves every P idle and the monitor asleep.
+			time.Sleep(d)
+		} else {
+			next = time.Now() // fell behind: do not burst
+		}
+	}
+	return nil
+}
+
+// sampleStopped takes one sample of every thread (and, with -wall, of
+// every goroutine) with all the threads stopped together, and returns the
+// stop time summed over the threads.
+func sampleStopped(t *profTarget, pf profileFlags) ([]pprofout.Sample, time.Duration, error) {
+	held, err := t.p.Stop(pf.ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer held.Resume()
+	snap := &snapshot{ctx: pf.ctx, bin: t.bin, bias: t.bias, threads: sdkThreads(held.Threads()), mem: held, abi: t.abi}
+	view := loadViewOrNil(snap)
+	samples := sampleThreads(snap, view, pf.running)
+	if pf.wall {
+		samples = goroutineSamples(samples)
+		samples = append(samples, sampleParked(snap, view, samples)...)
+	}
+	held.Resume()
+	// Every thread was held for the whole window.
+	return samples, held.Held() * time.Duration(len(snap.threads)), nil
 }
 
 // tickCPU keeps the CPU time after each of a sampling loop's first two
@@ -333,14 +390,14 @@ func (tc *tickCPU) report(w io.Writer, end time.Duration) {
 // goroutinesOnly (a wall-clock profile, which keeps only the samples of
 // threads running a goroutine), a thread whose region says it runs none is
 // not stopped at all: the idle Ms of a busy server are most of its threads.
-func sampleEach(ctx context.Context, tr *target.Tracer, pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, running, goroutinesOnly bool, stops *[]time.Duration, counts *threadCounts) ([]pprofout.Sample, error) {
-	tids, err := target.ListThreads(pid)
+func sampleEach(ctx context.Context, t *profTarget, running, goroutinesOnly bool, stops *[]time.Duration, counts *threadCounts) ([]pprofout.Sample, error) {
+	tids, err := t.p.ThreadIDs()
 	if err != nil {
 		return nil, err
 	}
 	var view *lineageabi.View
-	if abi != nil {
-		if view, _ = abi.Load(target.ProcMem(pid), bias); view != nil {
+	if t.abi != nil {
+		if view, _ = t.abi.Load(t.p, t.bias); view != nil {
 			view = view.WithContext(ctx)
 		}
 	}
@@ -354,17 +411,16 @@ func sampleEach(ctx context.Context, tr *target.Tracer, pid int, bin *gobin.Bina
 			continue
 		}
 		counts.stopped++
-		d, err := tr.StopThreadOnThread(pid, tid, running, func(st *target.Stopped) {
-			mem := target.NewCachedMem(st.Mem)
-			snap := &snapshot{bin: bin, bias: bias, threads: st.Threads, mem: mem}
+		d, err := t.p.StopThread(ctx, tid, func(s *lineage.Stopped) {
+			snap := &snapshot{bin: t.bin, bias: t.bias, threads: sdkThreads(s.Threads()), mem: s}
 			var v *lineageabi.View
 			if view != nil {
-				v = view.WithMem(mem)
+				v = view.WithMem(s)
 			}
 			out = append(out, sampleThreads(snap, v, running)...)
 		})
 		total += d
-		if errors.Is(err, target.ErrThreadGone) {
+		if errors.Is(err, lineage.ErrThreadExited) {
 			continue
 		}
 		if err != nil {

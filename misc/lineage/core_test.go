@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -40,6 +41,17 @@ func TestCore(t *testing.T) {
 	}
 	if ths := p.Threads(); len(ths) == 0 || ths[0].Registers.PC == 0 || ths[0].Registers.SP == 0 {
 		t.Errorf("core threads %+v, want registers", ths)
+	}
+	var coreTIDs []int
+	for _, th := range p.Threads() {
+		coreTIDs = append(coreTIDs, th.TID)
+	}
+	sort.Ints(coreTIDs)
+	if tids, err := p.ThreadIDs(); err != nil || fmt.Sprint(tids) != fmt.Sprint(coreTIDs) {
+		t.Errorf("core ThreadIDs %v (%v), its threads %v", tids, err, coreTIDs)
+	}
+	if err := p.OnTracerThread(func() { t.Error("OnTracerThread ran fn for a core") }); err == nil {
+		t.Error("OnTracerThread of a core: no error")
 	}
 	if !locked(t, p.ReadAt, mu) {
 		t.Errorf("main.mu is not locked in the core")

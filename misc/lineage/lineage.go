@@ -14,7 +14,8 @@
 // process with ptrace instead, until Resume: a Stopped reads one instant,
 // gives the threads' registers, and walks running goroutines' stacks too.
 // StopThread holds one thread while a function runs, the cheap stop of a
-// sampler. ReadAt and ReadV read raw memory (of the process, the core, or
+// sampler, which runs its loop in OnTracerThread (where the stops are
+// made) and lists threads with ThreadIDs. ReadAt and ReadV read raw memory (of the process, the core, or
 // a Stopped) for a reader that decodes more than this package does.
 // OpenExecutable walks stacks in memory another reader serves (a
 // debugger's).
@@ -34,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/opentarget"
@@ -54,6 +56,11 @@ type Options struct {
 	// only): Goroutines and Regions then return ErrNoLineage, and a
 	// Stopped gives only threads and their stacks.
 	NoLineage bool
+	// FastStops makes Stop and StopThread cheaper, for a sampler that
+	// stops the process tick after tick: they do not read each thread's
+	// scheduling state (Thread.State is ""), and Stop lists the threads
+	// once, so a thread started while it stops them is not held.
+	FastStops bool
 }
 
 // Process is an open target: a live process or a core with its executable.
@@ -70,6 +77,7 @@ type Process struct {
 	sites   map[uint64]Site // symbolized start PCs and go statements
 	names   *stack.StartNamer
 	tr      *target.Tracer // StopThread's, started by its first call
+	onTr    bool           // running on tr's thread (OnTracerThread)
 }
 
 // ErrExited reports a process that has exited (a zombie).
@@ -177,6 +185,21 @@ func (p *Process) Threads() []Thread {
 		return nil
 	}
 	return threads(p.threads)
+}
+
+// ThreadIDs lists the target's threads by id, ascending: a live
+// process's from /proc/PID/task (one directory read: nothing is stopped
+// and no memory read), a core's from its notes.
+func (p *Process) ThreadIDs() ([]int, error) {
+	if p.pid == 0 {
+		tids := make([]int, 0, len(p.threads))
+		for _, th := range p.threads {
+			tids = append(tids, th.TID)
+		}
+		sort.Ints(tids)
+		return tids, nil
+	}
+	return target.ListThreads(p.pid)
 }
 
 // Close releases the executable (and the core).

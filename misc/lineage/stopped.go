@@ -39,9 +39,11 @@ var ErrResumed = errors.New("the process was resumed: a stopped read is valid on
 // while held is cached (pages are read once).
 //
 // Resume detaches every thread, and must be called; the threads are also
-// detached as soon as the context given to Stop is done. After that, reads
-// return ErrResumed. A Stopped's methods may be called from one goroutine
-// at a time (Resume from any).
+// detached as soon as the context given to Stop is done (except those of
+// a Stop within OnTracerThread, which its Resume detaches). After that,
+// reads return ErrResumed. A Stopped's methods may be called from one
+// goroutine at a time (Resume from any, but from OnTracerThread's fn for
+// a Stop within it).
 type Stopped struct {
 	p       *Process // the held view: its mem is cached and guarded
 	threads []Thread
@@ -52,6 +54,7 @@ type Stopped struct {
 	done    chan struct{} // closed once every thread is detached
 	err     error         // of the stop or the detach, set before done closes
 	window  time.Duration
+	direct  *target.Stopped // the hold of a Stop in OnTracerThread, which Resume releases
 }
 
 // hold makes s the held view of p while st holds it.
@@ -62,7 +65,7 @@ func (s *Stopped) hold(p *Process, st *target.Stopped) {
 	held.mem = &heldMem{m: target.NewCachedMem(st.Mem), held: &s.held}
 	held.threads = st.Threads
 	held.core = nil
-	held.tr = nil
+	held.tr, held.onTr = nil, false
 	s.p = &held
 	s.held.Store(true)
 }
@@ -90,22 +93,65 @@ var ErrThreadExited = target.ErrThreadGone
 // Resume does nothing. StopThread returns how long the thread was held,
 // from its seizure to its detach, and ErrThreadExited if it exited first.
 func (p *Process) StopThread(ctx context.Context, tid int, fn func(*Stopped)) (time.Duration, error) {
-	if p.pid == 0 {
-		return 0, errors.New("lineage: StopThread needs a live process")
+	tr, err := p.tracer("StopThread")
+	if err != nil {
+		return 0, err
 	}
-	if p.tr == nil {
-		if err := target.CheckTracer(p.pid); err != nil {
-			return 0, err
-		}
-		stack.Table(p.exe.Bin)
-		p.tr = target.NewTracer()
-	}
-	return p.tr.StopThreadContext(ctx, p.pid, tid, true, func(st *target.Stopped) {
+	f := func(st *target.Stopped) {
 		s := &Stopped{}
 		s.hold(p, st)
 		defer s.held.Store(false)
 		fn(s)
+	}
+	if p.onTr {
+		return tr.StopThreadOnThread(ctx, p.pid, tid, !p.opts.FastStops, f)
+	}
+	return tr.StopThreadContext(ctx, p.pid, tid, !p.opts.FastStops, f)
+}
+
+// tracer is the tracer thread the Process keeps, started (once the
+// process is found to have no other tracer) by its first use.
+func (p *Process) tracer(what string) (*target.Tracer, error) {
+	if p.pid == 0 {
+		return nil, fmt.Errorf("lineage: %s needs a live process", what)
+	}
+	if p.tr == nil {
+		if err := target.CheckTracer(p.pid); err != nil {
+			return nil, err
+		}
+		stack.Table(p.exe.Bin) // decoded before a stop, not while it holds a thread
+		p.tr = target.NewTracer()
+	}
+	return p.tr, nil
+}
+
+// OnTracerThread runs fn on the OS thread the Process keeps for its
+// ptrace stops (ptrace takes every request for a thread from the thread
+// that attached it), and the StopThread and Stop calls fn makes run there
+// directly. Outside fn, each of those calls hands its stop to that thread
+// and waits for it (two thread wake-ups); a sampler that stops threads
+// tick after tick runs its loop in OnTracerThread and pays none. Within
+// fn, a Stopped that Stop returns is detached by its Resume only, which
+// fn must call before it returns (not when Stop's context is done: only
+// this thread may detach it), and Stop does not look for another tracer
+// again (OnTracerThread did). fn must call the Process's methods from its
+// own goroutine. OnTracerThread returns once fn has, or an error (a core,
+// a process that another tracer holds) without running fn.
+func (p *Process) OnTracerThread(fn func()) error {
+	if p.onTr {
+		fn()
+		return nil
+	}
+	tr, err := p.tracer("OnTracerThread")
+	if err != nil {
+		return err
+	}
+	tr.Do(func() {
+		p.onTr = true
+		defer func() { p.onTr = false }()
+		fn()
 	})
+	return nil
 }
 
 // Since is when the last thread held entered ptrace-stop: from then until
@@ -116,15 +162,25 @@ func (s *Stopped) Since() time.Time { return s.since }
 // interrupt, the permission OpenPID needs) and holds them until Resume.
 // It refuses a process that another tracer (a debugger) holds. The threads
 // are detached, with any signal that arrived meanwhile re-delivered, on
-// Resume, when ctx is done, and if Stop itself fails: nothing is left
-// stopped. A thread in uninterruptible sleep that does not stop within a
-// few seconds fails the stop.
+// Resume, when ctx is done (within OnTracerThread, at Resume only), and
+// if Stop itself fails: nothing is left stopped. A thread in
+// uninterruptible sleep that does not stop within a few seconds fails the
+// stop. Options.FastStops makes it cheaper.
 func (p *Process) Stop(ctx context.Context) (*Stopped, error) {
 	if p.pid == 0 {
 		return nil, errors.New("lineage: Stop needs a live process (a core is already stopped)")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if p.onTr {
+		st, err := p.tr.HoldOnThread(ctx, p.pid, !p.opts.FastStops)
+		if err != nil {
+			return nil, err
+		}
+		s := &Stopped{direct: st, done: make(chan struct{})}
+		s.hold(p, st)
+		return s, nil
 	}
 	if err := target.CheckTracer(p.pid); err != nil {
 		return nil, err
@@ -136,7 +192,7 @@ func (p *Process) Stop(ctx context.Context) (*Stopped, error) {
 	go func() {
 		defer close(s.done)
 		defer tr.Close()
-		s.window, s.err = tr.Stop(p.pid, true, func(st *target.Stopped) {
+		s.window, s.err = tr.Stop(p.pid, !p.opts.FastStops, func(st *target.Stopped) {
 			s.hold(p, st)
 			ready <- true
 			select {
@@ -161,6 +217,14 @@ func (p *Process) Stop(ctx context.Context) (*Stopped, error) {
 // returns the stop's error if the detach found one (a thread that exited
 // while held is not an error). It may be called more than once.
 func (s *Stopped) Resume() error {
+	if s.direct != nil { // Stop's in OnTracerThread: on this thread
+		s.once.Do(func() {
+			s.held.Store(false)
+			s.window = s.direct.Release()
+			close(s.done)
+		})
+		return nil
+	}
 	if s.release == nil { // StopThread's
 		return nil
 	}

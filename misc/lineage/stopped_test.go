@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"fpsafe.dev/misc/internal/target"
 	"fpsafe.dev/misc/lineage"
@@ -230,4 +233,116 @@ func taskStatesExcept(t *testing.T, pid, tid int) string {
 		}
 	}
 	return b.String()
+}
+
+// TestOnTracerThread: a sampling loop in OnTracerThread runs on the
+// thread that holds the stops, so StopThread's fn runs on the loop's own
+// thread (no hand-off per stop); there StopThread holds one thread, and
+// Stop every thread until Resume, even after Stop's context is done.
+// FastStops leaves the threads' states out. ThreadIDs lists /proc's
+// threads.
+func TestOnTracerThread(t *testing.T) {
+	_, pid := fixture.Start(t)
+	ctx := context.Background()
+	for _, fast := range []bool{false, true} {
+		p, err := lineage.OpenPID(ctx, pid, &lineage.Options{FastStops: fast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		tids, err := p.ThreadIDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := procTasks(t, pid); fmt.Sprint(tids) != fmt.Sprint(want) {
+			t.Errorf("ThreadIDs %v, /proc/%d/task lists %v", tids, pid, want)
+		}
+		var loopTID int
+		var fnTIDs []int
+		var held, afterCancel, resumed string
+		var stateless []bool
+		var s *lineage.Stopped
+		var stopErr, readErr error
+		err = p.OnTracerThread(func() {
+			loopTID = unix.Gettid()
+			for _, tid := range tids {
+				_, err := p.StopThread(ctx, tid, func(st *lineage.Stopped) {
+					fnTIDs = append(fnTIDs, unix.Gettid())
+					if st := taskState(t, pid, tid) + taskStatesExcept(t, pid, tid); st[0] != 't' || strings.ContainsAny(st[1:], "tT") {
+						t.Errorf("thread %d held: states %q, want it alone in tracing stop", tid, st)
+					}
+					for _, th := range st.Threads() {
+						stateless = append(stateless, th.State == "")
+					}
+				})
+				if err != nil && !errors.Is(err, lineage.ErrThreadExited) {
+					stopErr = err
+					return
+				}
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			s, stopErr = p.Stop(cctx)
+			if stopErr != nil {
+				return
+			}
+			held = taskStates(t, pid)
+			cancel()
+			time.Sleep(50 * time.Millisecond)
+			afterCancel = taskStates(t, pid)
+			_, readErr = s.Goroutines(ctx)
+			for _, th := range s.Threads() {
+				stateless = append(stateless, th.State == "")
+			}
+			s.Resume()
+			resumed = taskStates(t, pid)
+		})
+		if err != nil || stopErr != nil {
+			t.Fatalf("FastStops %v: OnTracerThread: %v, %v", fast, err, stopErr)
+		}
+		for _, tid := range fnTIDs {
+			if tid != loopTID {
+				t.Errorf("FastStops %v: StopThread's fn ran on thread %d, the loop on %d", fast, tid, loopTID)
+			}
+		}
+		for _, sl := range stateless {
+			if sl != fast {
+				t.Errorf("FastStops %v: a thread's State is empty: %v", fast, sl)
+				break
+			}
+		}
+		if strings.Trim(held, "t") != "" || strings.Trim(afterCancel, "t") != "" {
+			t.Errorf("FastStops %v: held: thread states %q, after the context is done %q, want all in tracing stop", fast, held, afterCancel)
+		}
+		if readErr != nil {
+			t.Errorf("FastStops %v: Goroutines while held: %v", fast, readErr)
+		}
+		if strings.ContainsAny(resumed, "tT") {
+			t.Errorf("FastStops %v: resumed: thread states %q", fast, resumed)
+		}
+		if _, err := s.Goroutines(ctx); !errors.Is(err, lineage.ErrResumed) || s.Held() <= 0 {
+			t.Errorf("FastStops %v: after Resume: Goroutines %v, want ErrResumed; held %v", fast, err, s.Held())
+		}
+		// Outside the loop, StopThread's fn runs on the same kept thread.
+		var fnTID int
+		if _, err := p.StopThread(ctx, pid, func(*lineage.Stopped) { fnTID = unix.Gettid() }); err != nil || fnTID != loopTID {
+			t.Errorf("FastStops %v: StopThread outside the loop: fn on thread %d (%v), the loop ran on %d", fast, fnTID, err, loopTID)
+		}
+	}
+}
+
+// procTasks lists /proc/PID/task, ascending.
+func procTasks(t *testing.T, pid int) []int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tids []int
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	sort.Ints(tids)
+	return tids
 }

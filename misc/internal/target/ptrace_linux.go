@@ -207,30 +207,48 @@ const cancelGrace = 20 * time.Millisecond
 // even if fn panics. It returns how
 // long the first thread stayed stopped (from its seizure to the last detach).
 func (t *Tracer) Stop(pid int, states bool, fn func(*Stopped)) (stopped time.Duration, err error) {
-	t.do(func() { stopped, err = t.StopOnThread(pid, states, fn) })
+	t.do(func() { stopped, err = t.stopOnThread(t.ctx, pid, nil, states, fn) })
 	return stopped, err
 }
 
-// Do runs f on the tracer thread (so that f can call StopOnThread).
+// Do runs f on the tracer thread (so that f can call the OnThread methods):
+// a sampling loop that runs there pays no goroutine handoff per stop.
 func (t *Tracer) Do(f func()) { t.do(f) }
 
-// StopOnThread is Stop for code already running on the tracer thread (in Do):
-// a sampling loop that runs there pays no goroutine handoff per sample.
-func (t *Tracer) StopOnThread(pid int, states bool, fn func(*Stopped)) (stopped time.Duration, err error) {
-	return t.stopOnThread(t.ctx, pid, nil, states, fn)
+// HoldOnThread stops every thread of pid as Stop does, with ctx in place
+// of the Tracer's context, and returns with them held: the caller, on the
+// tracer thread (in Do), reads them and calls Release there. The threads
+// are detached if the stop fails.
+func (t *Tracer) HoldOnThread(ctx context.Context, pid int, states bool) (*Stopped, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("invalid pid %d", pid)
+	}
+	s := newStopped(t, ctx, pid, nil, states)
+	if err := s.stopLocked(); err != nil {
+		s.detachLocked()
+		return nil, err
+	}
+	return s, nil
 }
 
-// StopThreadOnThread stops only thread tid of pid (on the tracer thread).
-// That is enough for a consistent view of the thread's own stack and
-// lineage (the ABI's stopped-thread argument is per thread), and the other
-// threads run on meanwhile. It returns ErrThreadGone if tid exited.
-func (t *Tracer) StopThreadOnThread(pid, tid int, states bool, fn func(*Stopped)) (time.Duration, error) {
-	return t.stopOnThread(t.ctx, pid, []int{tid}, states, fn)
+// Release detaches the threads HoldOnThread held (on the tracer thread)
+// and returns how long the first one stayed stopped.
+func (s *Stopped) Release() time.Duration {
+	s.detachLocked()
+	return time.Since(s.start)
 }
 
-// StopThreadContext is StopThreadOnThread, run on the tracer thread, with
-// ctx in place of the Tracer's context: a Tracer shared by calls with
-// contexts of their own.
+// StopThreadOnThread stops only thread tid of pid (on the tracer thread),
+// with ctx in place of the Tracer's context. That is enough for a
+// consistent view of the thread's own stack and lineage (the ABI's
+// stopped-thread argument is per thread), and the other threads run on
+// meanwhile. It returns ErrThreadGone if tid exited.
+func (t *Tracer) StopThreadOnThread(ctx context.Context, pid, tid int, states bool, fn func(*Stopped)) (time.Duration, error) {
+	return t.stopOnThread(ctx, pid, []int{tid}, states, fn)
+}
+
+// StopThreadContext is StopThreadOnThread run on the tracer thread, from
+// any goroutine.
 func (t *Tracer) StopThreadContext(ctx context.Context, pid, tid int, states bool, fn func(*Stopped)) (d time.Duration, err error) {
 	t.do(func() { d, err = t.stopOnThread(ctx, pid, []int{tid}, states, fn) })
 	return d, err
@@ -245,7 +263,7 @@ func (t *Tracer) stopOnThread(ctx context.Context, pid int, only []int, states b
 	if pid <= 0 {
 		return 0, fmt.Errorf("invalid pid %d", pid)
 	}
-	s := &Stopped{PID: pid, t: t, ctx: ctx, pending: map[int]int{}, Mem: &procMem{pid: pid}, states: states, relist: states && only == nil, only: only}
+	s := newStopped(t, ctx, pid, only, states)
 	defer func() {
 		s.detachLocked()
 		if !s.start.IsZero() {
@@ -259,6 +277,10 @@ func (t *Tracer) stopOnThread(ctx context.Context, pid int, only []int, states b
 		fn(s)
 	}
 	return stopped, err
+}
+
+func newStopped(t *Tracer, ctx context.Context, pid int, only []int, states bool) *Stopped {
+	return &Stopped{PID: pid, t: t, ctx: ctx, pending: map[int]int{}, Mem: &procMem{pid: pid}, states: states, relist: states && only == nil, only: only}
 }
 
 func (s *Stopped) stopLocked() error {
