@@ -17,8 +17,13 @@
 # GODEBUG=asyncpreemptoff=1 (callgrind mishandles preemption signals),
 # cpu.rdtscp=off (valgrind 3.19 advertises RDTSCP, then faults on it in
 # cputicks; a run that crashed still prints a count), a run without PASS fails,
-# -test.cpu=1. Prints each variant's per-op counts, sorted: runs fall in two
-# modes about 80 instructions apart for every toolchain, so compare modes.
+# -test.cpu=1. Prints each variant's per-op counts, sorted, with their
+# median and spread ((max-min)/median), twice: all instructions, and all
+# but runtime.findfunc's. findfunc scans its bucket of the function table
+# linearly, so its cost per call (about 50 to 75 instructions, twice per go
+# statement through isSystemGoroutine) depends on where the linker put the
+# goroutine's function, which any change to the runtime's code moves:
+# a layout effect, not a cost of the change under test.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,7 +35,7 @@ while [ $# -gt 0 ]; do
 	-n) runs=$2; shift 2 ;;
 	-bench) benches+=("$2"); shift 2 ;;
 	-pkg) pkg=$2; shift 2 ;;
-	-h|-help|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|-help|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "callgrind.bash: unknown flag $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -63,11 +68,20 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$top/benchmarks" && GOTOOLCHAIN=local "$upstream" test -c -o "$tmp/upstream.test" "./$pkg" &&
 	GOTOOLCHAIN=local "$fork" test -c -o "$tmp/fork.test" "./$pkg")
 
-# ir BIN GODEBUG N prints the instructions callgrind counted for N ops.
+# ir BIN GODEBUG N prints the instructions callgrind counted for N ops, and
+# those of them in runtime.findfunc.
 ir() {
-	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off${2:+,$2} valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-		"$1" -test.run '^$' -test.bench "$bench" -test.benchtime="$3x" -test.cpu=1 2>&1 |
-		awk '/^PASS$/ {pass=1} /Collected/ {n=$4} END {if (pass && n != "") print n; exit !(pass && n != "")}'
+	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off${2:+,$2} valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+		"$1" -test.run '^$' -test.bench "$bench" -test.benchtime="$3x" -test.cpu=1 >"$tmp/log" 2>&1 || true
+	awk '/^PASS$/ {pass=1} /Collected/ {n=$4} END {if (pass && n != "") print n; exit !(pass && n != "")}' "$tmp/log" || return 1
+	callgrind_annotate --auto=no --threshold=100 "$tmp/cg.out" |
+		awk '/runtime\.findfunc( |$)/ && $1 ~ /^[0-9,]+$/ {gsub(",", "", $1); n += $1} END {print n + 0}'
+}
+
+# stats N... prints the counts sorted, their median and spread.
+stats() {
+	printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1; printf "%s ", $1}
+		END {m = v[int((NR + 1) / 2)]; printf " median %d, spread %.2f%%", m, 100 * (v[NR] - v[1]) / m}'
 }
 
 for bench in "${benches[@]}"; do
@@ -76,15 +90,17 @@ for bench in "${benches[@]}"; do
 	for v in "${variants[@]}"; do
 		tc=${v%%:*} setting=
 		[ "$tc" != "$v" ] && setting=${v#*:}
-		counts=()
+		counts=() nofind=()
 		for _ in $(seq "$runs"); do
-			a=$(ir "$tmp/$tc.test" "$setting" 51000) && b=$(ir "$tmp/$tc.test" "$setting" 1000) ||
+			a=($(ir "$tmp/$tc.test" "$setting" 51000)) && b=($(ir "$tmp/$tc.test" "$setting" 1000)) ||
 				{ echo "callgrind.bash: $v: the benchmark failed under valgrind" >&2; record fail "$v: the benchmark failed under valgrind"; exit 1; }
-			counts+=($(( (a - b) / 50000 )))
+			counts+=($(( (a[0] - b[0]) / 50000 )))
+			nofind+=($(( (a[0] - a[1] - b[0] + b[1]) / 50000 )))
 		done
-		sorted=$(printf '%s\n' "${counts[@]}" | sort -n | tr '\n' ' ')
-		printf '%-36s %s\n' "$v" "$sorted"
-		summary+=("$v: ${sorted% }")
+		all=$(stats "${counts[@]}") nf=$(stats "${nofind[@]}")
+		printf '%-36s %s\n' "$v" "$all"
+		printf '%-36s %s\n' "  without findfunc" "$nf"
+		summary+=("$v: $all; without findfunc: $nf")
 	done
 	record pass "instructions per op: $(IFS=';'; echo "${summary[*]}")"
 done

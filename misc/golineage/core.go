@@ -8,38 +8,37 @@ import (
 
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/opentarget"
-	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 )
 
 // openCore opens a core file and the executable it came from. A damaged
 // core (cut short, corrupt headers or notes) is opened all the same; what
 // it lost is counted in the snapshot's damage.
 func openCore(corePath, exe string, native bool) (*snapshot, func(), error) {
+	p, err := lineage.OpenCore(corePath, exe, &lineage.Options{NoLineage: native})
+	if err != nil {
+		var ce *lineage.CoreError
+		if errors.As(err, &ce) {
+			err = (&damage{core: ce.Damage, what: corePath}).with(ce.Err)
+		}
+		return nil, nil, err
+	}
+	// The executable file symbolizes; the core is read through p.
 	e, err := opentarget.OpenExe(exe)
 	if err != nil {
+		p.Close()
 		return nil, nil, err
 	}
 	bin := e.Bin
 	abi, err := findABI(bin, native)
 	if err != nil {
 		bin.Close()
+		p.Close()
 		return nil, nil, err
 	}
-	c, err := e.OpenCore(corePath, abi)
-	if err != nil {
-		var ce *opentarget.CoreError
-		if errors.As(err, &ce) {
-			dmg := &damage{core: ce.Core.Damage, what: corePath}
-			ce.Core.Close()
-			err = dmg.with(ce.Err)
-		}
-		bin.Close()
-		return nil, nil, err
-	}
-	closer := func() { c.Close(); bin.Close() }
-	dmg := &damage{core: c.Damage, what: corePath}
-	bias := e.Bias
-	snap := &snapshot{bin: bin, bias: bias, threads: c.Threads, mem: target.NewCachedMem(c), abi: abi, damage: dmg}
+	closer := func() { p.Close(); bin.Close() }
+	dmg := &damage{core: p.CoreDamage(), what: corePath}
+	snap := &snapshot{bin: bin, bias: p.LoadBias(), threads: sdkThreads(p.Threads()), mem: p, abi: abi, damage: dmg}
 	return snap, closer, nil
 }
 
@@ -47,7 +46,7 @@ func openCore(corePath, exe string, native bool) (*snapshot, func(), error) {
 // file's own damage and what the lineage reader found.
 type damage struct {
 	what string // the core file (or process) named in the summary
-	core target.CoreDamage
+	core lineage.CoreDamage
 	abi  lineageabi.Damage
 }
 

@@ -42,7 +42,13 @@ func openCoreMap(t *testing.T, core, exe string) *coreMap {
 	if err != nil || view.Damage.Damaged() {
 		t.Fatalf("whole core: %v, damage %+v", err, view.Damage)
 	}
-	m := &coreMap{core: snap.mem.(*target.CachedMem).M.(*target.Core), view: view, gs: map[uint64]*lineageabi.Goroutine{}}
+	// The core file itself, to map addresses to file offsets.
+	c, err := target.OpenCore(core, snap.bin.ELF.Machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	m := &coreMap{core: c, view: view, gs: map[uint64]*lineageabi.Goroutine{}}
 	for i := range gs {
 		m.gs[gs[i].Goid] = &gs[i]
 	}

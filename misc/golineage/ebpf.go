@@ -6,7 +6,7 @@ package main
 // repair needs, and its goroutine's lineage record (internal/ebpf). No
 // thread of the target is ever stopped: with -wall, the goroutines that are
 // not running are read from the registry as the ptrace collector reads
-// them between its thread stops (sampleParkedLive), and the running ones
+// them between its thread stops (wallParked), and the running ones
 // are those the program sampled since the previous tick.
 
 import (
@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"fpsafe.dev/misc/golineage/internal/ebpf"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
@@ -92,7 +94,24 @@ type ebpfRun struct {
 	note string           // why samples have no lineage, if they cannot
 
 	torn, otherThread, malformed int // samples left without lineage, by why
+
+	// -wall: each goroutine's latest on-CPU sample and the tick it came in,
+	// for a goroutine that runs on a thread at a tick without a sample of
+	// its own (its thread was off the CPU: see wallTick).
+	lastOnCPU map[uint64]lastSample
+	ticks     int
+	stale     int // running goroutines counted without a sample of the tick
 }
+
+type lastSample struct {
+	s    pprofout.Sample
+	tick int
+}
+
+// lastOnCPUTicks is how long a goroutine's on-CPU sample stands in for it:
+// after that, a running goroutine that had none since is counted by its
+// start function alone.
+const lastOnCPUTicks = 100
 
 func openEBPF(pid int, arch string, bias uint64, abi *lineageabi.ABI, pf profileFlags) (*ebpfRun, error) {
 	if arch != "amd64" {
@@ -128,8 +147,12 @@ func openEBPF(pid int, arch string, bias uint64, abi *lineageabi.ABI, pf profile
 
 func (r *ebpfRun) close() { r.c.Close() }
 
-// ebpfPoll bounds how long the reader waits for an event before it checks
-// that the target still runs and that it was not interrupted.
+// ebpfPoll is how often the reader takes the events the program wrote and
+// checks that the target still runs and that it was not interrupted. It
+// sleeps in between rather than wait in epoll: a thread blocked in a
+// system call holds its P, and the runtime's monitor then wakes every 20µs
+// to 10ms to take it back, which cost more CPU than the reads (the ring
+// buffer holds far more than ebpfPoll's events).
 const ebpfPoll = 50 * time.Millisecond
 
 // sample reads the program's events until the duration ends, the target
@@ -141,12 +164,16 @@ func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf
 	period := time.Second / time.Duration(pf.hz)
 	nextTick := start.Add(period)
 	var (
-		running   = map[uint64]pprofout.Sample{} // -wall: the latest sample of each goroutine this tick
-		cache     lineageabi.Cache[*pprofout.Sample]
-		events    int
-		ticks     int
-		lastCheck = start
+		running = map[uint64]pprofout.Sample{} // -wall: the latest sample of each goroutine this tick
+		parked  wallParked
+		events  int
+		tc      = tickCPU{cpu0: cpu0}
 	)
+	defer parked.flush(b)
+	exited, closeWatch := exitWatch(r.pid)
+	defer closeWatch()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	if pf.stats {
 		fmt.Fprintln(pf.stderr, "golineage: sampling started")
 	}
@@ -158,10 +185,13 @@ func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf
 			if runs > 0 {
 				perRun = inBPF / time.Duration(runs)
 			}
-			fmt.Fprintf(pf.stderr, "golineage: ebpf: %d samples (without lineage: %d torn, %d of another thread, %d malformed; %d lost to a full ring buffer), %d wall-clock ticks; the program ran %d times for %v (%v each, all CPUs' samples; the target's own samples ran it in their time)\n",
-				events, r.torn, r.otherThread, r.malformed, r.c.Lost(), ticks, runs, inBPF.Round(time.Microsecond), perRun)
+			fmt.Fprintf(pf.stderr, "golineage: ebpf: %d samples (without lineage: %d torn, %d of another thread, %d malformed; %d lost to a full ring buffer), %d wall-clock ticks (%d running goroutines counted without a sample of their tick); the program ran %d times for %v (%v each, all CPUs' samples; the target's own samples ran it in their time)\n",
+				events, r.torn, r.otherThread, r.malformed, r.c.Lost(), tc.ticks, r.stale, runs, inBPF.Round(time.Microsecond), perRun)
 			fmt.Fprintf(pf.stderr, "golineage: sampling used %v of CPU time in %v (%.1f%% of one CPU)\n",
 				cpu.Round(time.Millisecond), d.Round(time.Millisecond), 100*cpu.Seconds()/d.Seconds())
+			if pf.wall {
+				tc.report(pf.stderr, cpu+cpu0)
+			}
 		}
 	}()
 	for {
@@ -169,55 +199,119 @@ func (r *ebpfRun) sample(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, pf
 		if interrupted.Load() || !now.Before(deadline) {
 			return nil
 		}
-		if now.Sub(lastCheck) >= ebpfPoll {
-			lastCheck = now
-			if processGone(r.pid) {
-				return fmt.Errorf("process %d exited", r.pid)
+		if exited() {
+			return fmt.Errorf("process %d exited", r.pid)
+		}
+		// What the program wrote so far, without waiting.
+		for {
+			e, err := r.c.Read(now)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("ebpf collector: reading samples: %w", err)
+			}
+			events++
+			s := r.eventSample(e, bin, bias)
+			if !pf.wall {
+				b.Add(s)
+			} else if s.Goid != 0 {
+				running[s.Goid] = s
 			}
 		}
 		if pf.wall && !now.Before(nextTick) {
-			r.wallTick(bin, bias, abi, &cache, running, b)
+			r.wallTick(bin, bias, abi, &parked, running, b)
 			clear(running)
-			ticks++
+			tc.tick()
 			nextTick = nextTick.Add(period)
 			if nextTick.Before(now) {
 				nextTick = now.Add(period) // fell behind: do not burst
 			}
 		}
-		wait := earliest(deadline, now.Add(ebpfPoll))
+		// -wall reads the events at its ticks, or every 2*ebpfPoll if they
+		// are further apart (10 Hz: one wake-up per tick).
+		wake := earliest(deadline, now.Add(ebpfPoll))
 		if pf.wall {
-			wait = earliest(wait, nextTick)
+			wake = earliest(deadline, earliest(nextTick, now.Add(2*ebpfPoll)))
 		}
-		e, err := r.c.Read(wait)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("ebpf collector: reading samples: %w", err)
-		}
-		events++
-		s := r.eventSample(e, bin, bias)
-		if !pf.wall {
-			b.Add(s)
-		} else if s.Goid != 0 {
-			running[s.Goid] = s
+		timer.Reset(time.Until(wake))
+		select {
+		case <-timer.C:
+		case <-pf.ctx.Done():
 		}
 	}
+}
+
+// exitWatch returns a check that process pid has exited (a zombie
+// counts), cheaper than processGone where the kernel has pidfds: a poll of
+// the process's pidfd rather than a read of its stat file, which sums
+// every thread's times. close releases the pidfd.
+func exitWatch(pid int) (exited func() bool, close func()) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return func() bool { return processGone(pid) }, func() {}
+	}
+	return func() bool {
+			p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(p, 0)
+			if err != nil {
+				return processGone(pid)
+			}
+			return n > 0
+		}, func() {
+			unix.Close(fd)
+		}
 }
 
 // wallTick adds one wall-clock tick: the goroutines sampled running since
 // the previous tick, then every other goroutine, read from the registry
 // with no thread stopped.
-func (r *ebpfRun) wallTick(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, cache *lineageabi.Cache[*pprofout.Sample], running map[uint64]pprofout.Sample, b *pprofout.Builder) {
+//
+// A wall-clock profile counts every goroutine at every tick. The program
+// samples a thread only while it is on a CPU, at -hz, so a goroutine that
+// runs on a thread the kernel kept off the CPU since the previous tick
+// (more runnable threads than CPUs) has no sample of this tick. Such a
+// goroutine, found by the regions (its thread's current goroutine, whose g
+// says running), is counted with its latest on-CPU sample of the last
+// lastOnCPUTicks ticks, or else by its start function and lineage, with
+// the state "running (not sampled)", as the ptrace collector, which stops
+// every thread that runs a goroutine, would count it.
+func (r *ebpfRun) wallTick(bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, parked *wallParked, running map[uint64]pprofout.Sample, b *pprofout.Builder) {
+	r.ticks++
+	if r.lastOnCPU == nil {
+		r.lastOnCPU = map[uint64]lastSample{}
+	}
 	var onCPU []pprofout.Sample
-	for _, s := range running {
+	for goid, s := range running {
 		onCPU = append(onCPU, s)
 		b.Add(s)
+		r.lastOnCPU[goid] = lastSample{s, r.ticks}
 	}
 	snap := &snapshot{bin: bin, bias: bias, mem: target.ProcMem(r.pid), abi: abi, live: true}
-	for _, s := range sampleParkedLive(snap, cache, onCPU) {
-		b.AddShared(s)
+	if view := loadViewOrNil(snap); view != nil {
+		for _, tid := range view.Threads() {
+			rec, g, err := view.ThreadGoroutine(tid)
+			if err != nil || rec == nil || g == nil || g.Status != lineageabi.StatusRunning {
+				continue
+			}
+			if _, ok := running[rec.Goid]; ok {
+				continue
+			}
+			s := pprofout.Sample{TID: int(tid), Goid: rec.Goid, PCs: []uint64{rec.StartPC}, Lineage: lineageabi.Chain(rec), State: "running (not sampled)"}
+			if l, ok := r.lastOnCPU[rec.Goid]; ok && r.ticks-l.tick <= lastOnCPUTicks {
+				s = l.s
+			}
+			r.stale++
+			onCPU = append(onCPU, s)
+			b.Add(s)
+		}
 	}
+	for goid, l := range r.lastOnCPU {
+		if r.ticks-l.tick > lastOnCPUTicks {
+			delete(r.lastOnCPU, goid)
+		}
+	}
+	parked.tick(snap, onCPU, b)
 }
 
 // eventSample turns an event into a sample: the innermost frame repaired

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +154,45 @@ func TestEBPFWallRunning(t *testing.T) {
 	if spinning == 0 {
 		t.Error("no sample of a running (spinning) goroutine in the wall-clock profile")
 	}
+}
+
+// TestEBPFWallEveryTick: a wall-clock profile counts every goroutine at
+// every tick, also the ones running on a thread the kernel kept off the
+// CPU since the previous tick (8 workers on fewer CPUs: the program saw
+// none of them run): busy's 8 workers, all created by main.main, are
+// counted 8 times a tick, as the ptrace collector, which stops the threads
+// that run them, counts them (not compared here: under load its ticks take
+// as long as the slowest thread takes to stop).
+func TestEBPFWallEveryTick(t *testing.T) {
+	requireEBPF(t)
+	p := start(t, fixture(t, "busy"))
+	for _, collector := range []string{"ebpf"} {
+		out, stderr, code := tool(t, "profile", "-wall", "-stats", "-collector", collector, "-hz", "20", "-duration", "1s", "-format", "folded", strconv.Itoa(p.pid()))
+		if code != 0 {
+			t.Fatalf("-collector %s: exit %d: %s", collector, code, stderr)
+		}
+		ticks := 0
+		if m := regexp.MustCompile(`(\d+) wall-clock ticks`).FindStringSubmatch(stderr); m != nil {
+			ticks, _ = strconv.Atoi(m[1])
+		}
+		workers := 0
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if i := strings.LastIndexByte(l, ' '); i > 0 && strings.HasPrefix(l, "created by main.main;") {
+				n, _ := strconv.Atoi(l[i+1:])
+				workers += n
+			}
+		}
+		// A worker caught between two states at a tick may be missed or
+		// seen twice; allow one per worker.
+		if ticks < 10 || workers < 8*ticks-8 || workers > 8*ticks+8 {
+			t.Errorf("-collector %s: %d worker samples in %d ticks, want about %d\n%s\n%s", collector, workers, ticks, 8*ticks, stderr, out)
+		}
+		if testing.Verbose() {
+			t.Logf("-collector %s: %d worker samples in %d ticks\n%s", collector, workers, ticks, stderr)
+		}
+	}
+	p.checkRunning(t)
+	checkDetached(t)
 }
 
 // TestChooseCollector: the default is ebpf unless something rules it out,

@@ -14,6 +14,7 @@ import (
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 )
 
 // Every goroutine of a process or core, from the lineage registry
@@ -100,26 +101,43 @@ func withSnapshot(ctx context.Context, ta targetArgs, native bool, stderr io.Wri
 		f(snap)
 		return snap.damage.err()
 	}
-	exe, abi, err := opentarget.OpenLive(ta.pid, native)
+	p, err := lineage.OpenPID(ctx, ta.pid, &lineage.Options{NoLineage: native})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	// The executable file symbolizes; the process is read through p.
+	exe, err := opentarget.OpenLiveExe(ta.pid)
 	if err != nil {
 		return err
 	}
 	defer exe.Close()
-	bin, bias := exe.Bin, exe.Bias
-	if err := target.CheckTracer(ta.pid); err != nil {
+	abi, err := findABI(exe.Bin, native)
+	if err != nil {
 		return err
 	}
-	tr := target.NewTracerContext(ctx)
-	defer tr.Close()
-	var n int
-	d, err := tr.Stop(ta.pid, true, func(st *target.Stopped) {
-		n = len(st.Threads)
-		f(&snapshot{ctx: ctx, bin: bin, bias: bias, threads: st.Threads, mem: target.NewCachedMem(st.Mem), abi: abi, live: true})
-	})
-	if stats != nil && n > 0 {
+	held, err := p.Stop(ctx)
+	if err != nil {
+		return err
+	}
+	defer held.Resume()
+	f(&snapshot{ctx: ctx, bin: exe.Bin, bias: p.LoadBias(), threads: sdkThreads(held.Threads()), mem: held, abi: abi, live: true})
+	err = held.Resume()
+	if n := len(held.Threads()); stats != nil && n > 0 {
+		d := held.Held()
 		stats.stops = append(stats.stops, threadStop{threads: n, d: d, held: d})
 	}
 	return err
+}
+
+// sdkThreads are threads read through the SDK (a stopped process's, a
+// core's) as the stack walker takes them.
+func sdkThreads(ts []lineage.Thread) []target.Thread {
+	var out []target.Thread
+	for _, th := range ts {
+		out = append(out, target.Thread{TID: th.TID, Regs: target.Regs(th.Registers), State: th.State})
+	}
+	return out
 }
 
 // collectGoroutines reads every goroutine of a stopped target, with its

@@ -10,11 +10,11 @@ import (
 	"slices"
 	"time"
 
-	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 	"golang.org/x/sys/unix"
 )
 
@@ -142,29 +142,32 @@ func readTargetOnce(ctx context.Context, ta targetArgs, all bool, stderr io.Writ
 // without holding it stopped.
 func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	var r goroutineRead
-	// The executable stays open: the set symbolizes through it after the
-	// read. The process exits soon after.
-	exe, abi, err := opentarget.OpenLive(pid, false)
+	p, err := lineage.OpenPID(ctx, pid, nil)
 	if err != nil {
 		return r, err
 	}
-	bin, bias := exe.Bin, exe.Bias
-	if err := target.CheckTracer(pid); err != nil {
+	defer p.Close() // the read is done when readLive returns
+	// The executable stays open: the set symbolizes through it after the
+	// read. The process exits soon after.
+	exe, err := opentarget.OpenLiveExe(pid)
+	if err != nil {
+		return r, err
+	}
+	bin, bias := exe.Bin, p.LoadBias()
+	abi, err := findABI(bin, false)
+	if err != nil {
 		bin.Close()
 		return r, err
 	}
 	stack.Table(bin) // decoded before the read, not while a thread is stopped
 	st := newReadStats("live")
-	mem := target.ProcMem(pid)
-	snap := &snapshot{ctx: ctx, bin: bin, bias: bias, mem: mem, abi: abi, live: true}
-	view, verr := abi.Load(mem, bias)
+	snap := &snapshot{ctx: ctx, bin: bin, bias: bias, mem: p, abi: abi, live: true}
+	view, verr := abi.Load(p, bias)
 	if verr == nil {
 		view = view.WithContext(ctx)
 		view.ReadLabels = true
 	}
-	tr := target.NewTracerContext(ctx)
-	defer tr.Close()
-	reads, err := readThreadsEach(tr, pid, snap, view, verr, st)
+	reads, err := readThreadsEach(p, pid, snap, view, verr, st)
 	if err != nil {
 		return r, err
 	}
@@ -191,44 +194,41 @@ func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 // readThreadsEach stops the threads of pid one at a time, on the tracer
 // thread, each only while its registers, stack and lineage record are
 // copied, and records each stop in st.
-func readThreadsEach(tr *target.Tracer, pid int, snap *snapshot, view *lineageabi.View, verr error, st *readStats) ([]threadRead, error) {
+func readThreadsEach(p *lineage.Process, pid int, snap *snapshot, view *lineageabi.View, verr error, st *readStats) ([]threadRead, error) {
 	tids, err := target.ListThreads(pid)
 	if err != nil {
 		return nil, err
 	}
 	var out []threadRead
-	tr.Do(func() {
-		for _, tid := range tids {
-			if err = snap.canceled(); err != nil {
-				return
-			}
-			var stopped int
-			var since time.Time
-			d, serr := tr.StopThreadOnThread(pid, tid, true, func(s *target.Stopped) {
-				stopped, since = len(s.Threads), s.Since
-				tsnap := *snap
-				tsnap.mem = target.NewCachedMem(s.Mem)
-				var v *lineageabi.View
-				if view != nil {
-					v = view.WithMem(tsnap.mem)
-				}
-				for _, th := range s.Threads {
-					out = append(out, readThread(&tsnap, v, verr, th))
-				}
-			})
-			if d > 0 && !since.IsZero() {
-				st.stops = append(st.stops, threadStop{tid: tid, threads: stopped, held: d, d: time.Since(since)})
-			}
-			if errors.Is(serr, target.ErrThreadGone) {
-				continue
-			}
-			if serr != nil {
-				err = serr
-				return
-			}
+	for _, tid := range tids {
+		if err := snap.canceled(); err != nil {
+			return out, err
 		}
-	})
-	return out, err
+		var stopped int
+		var since time.Time
+		d, err := p.StopThread(snap.ctx, tid, func(s *lineage.Stopped) {
+			stopped, since = len(s.Threads()), s.Since()
+			tsnap := *snap
+			tsnap.mem = s
+			var v *lineageabi.View
+			if view != nil {
+				v = view.WithMem(s)
+			}
+			for _, th := range sdkThreads(s.Threads()) {
+				out = append(out, readThread(&tsnap, v, verr, th))
+			}
+		})
+		if d > 0 && !since.IsZero() {
+			st.stops = append(st.stops, threadStop{tid: tid, threads: stopped, held: d, d: time.Since(since)})
+		}
+		if errors.Is(err, lineage.ErrThreadExited) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // readGoroutinesLive reads the goroutine registry of a running process,
@@ -505,41 +505,4 @@ func (s *symbolizer) frames(w stack.Walk) []stack.Loc {
 	l = l[:len(l):len(l)] // shared: an append must copy
 	s.m[string(key)] = l
 	return l
-}
-
-// sampleParkedLive is sampleParked for a process that keeps running: the
-// registry is read and the parked stacks walked with no thread stopped.
-// cache keeps the samples from tick to tick: a goroutine that has not run
-// since its last walk is not walked again, and its sample is the same
-// (pprofout.Builder.AddShared counts it without comparing it again).
-func sampleParkedLive(snap *snapshot, cache *lineageabi.Cache[*pprofout.Sample], onThreads []pprofout.Sample) []*pprofout.Sample {
-	view := loadViewOrNil(snap)
-	if view == nil || view.Reg == nil {
-		return nil
-	}
-	gs, samples, _, err := cache.Read(view, func() lineageabi.Visit[*pprofout.Sample] {
-		pw := &parkedWalker{snap: snap}
-		return func(gs []*lineageabi.Goroutine) []*pprofout.Sample {
-			walks := pw.walk(gs)
-			out := make([]*pprofout.Sample, len(gs))
-			for i, w := range walks {
-				if w != nil {
-					s := parkedSample(*gs[i], *w)
-					out[i] = &s
-				}
-			}
-			return out
-		}
-	})
-	if err != nil {
-		return nil
-	}
-	sampled := sampledGoids(onThreads)
-	out := make([]*pprofout.Sample, 0, len(gs))
-	for i, g := range gs {
-		if samples[i] != nil && !sampled[g.Goid] {
-			out = append(out, samples[i])
-		}
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -209,11 +210,7 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 	var stops []time.Duration
 	var threads threadCounts
 	start, cpu0 := time.Now(), cpuTime()
-	// The CPU time after each of the first two ticks: the first reads
-	// every goroutine, the second may fault in buffers the first did not
-	// need, and the ticks after them are the profile's steady cost.
-	var firstTicks [2]time.Duration
-	ticks := 0
+	tc := tickCPU{cpu0: cpu0}
 	defer func() {
 		if pf.stats || len(stops) > 0 {
 			reportStops(pf.stderr, stops)
@@ -229,23 +226,19 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 			d, cpu := time.Since(start), cpuTime()-cpu0
 			fmt.Fprintf(pf.stderr, "golineage: sampling used %v of CPU time in %v (%.1f%% of one CPU)\n",
 				cpu.Round(time.Millisecond), d.Round(time.Millisecond), 100*cpu.Seconds()/d.Seconds())
-			if ticks > 2 {
-				rest := (cpu + cpu0 - firstTicks[1]) / time.Duration(ticks-2)
-				fmt.Fprintf(pf.stderr, "golineage: CPU time per tick: first %v, second %v, then %v\n",
-					(firstTicks[0] - cpu0).Round(10*time.Microsecond), (firstTicks[1] - firstTicks[0]).Round(10*time.Microsecond), rest.Round(10*time.Microsecond))
-			}
+			tc.report(pf.stderr, cpu+cpu0)
 		}
 	}()
 	var loopErr error
 	if pf.stats {
 		fmt.Fprintln(pf.stderr, "golineage: sampling started")
 	}
-	var cache lineageabi.Cache[*pprofout.Sample]
+	var parked wallParked
+	defer parked.flush(b)
 	tr.Do(func() {
 		next := time.Now()
 		for time.Now().Before(deadline) && pf.ctx.Err() == nil {
 			var samples []pprofout.Sample
-			var parked []*pprofout.Sample
 			var err error
 			if pf.consistent {
 				var window time.Duration
@@ -269,10 +262,11 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 					// with none stopped.
 					samples = goroutineSamples(samples)
 					snap := &snapshot{ctx: pf.ctx, bin: bin, bias: bias, mem: target.ProcMem(pid), abi: abi, live: true}
-					parked = sampleParkedLive(snap, &cache, samples)
+					parked.tick(snap, samples, b)
 				}
 			}
 			if pf.ctx.Err() != nil {
+				parked.drop()
 				return // interrupted: this tick's samples may be partial
 			}
 			if err != nil {
@@ -285,13 +279,7 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 			for _, s := range samples {
 				b.Add(s)
 			}
-			for _, s := range parked {
-				b.AddShared(s)
-			}
-			if ticks < len(firstTicks) {
-				firstTicks[ticks] = cpuTime()
-			}
-			ticks++
+			tc.tick()
 			next = next.Add(period)
 			if d := time.Until(next); d > 0 {
 				// A Go sleep, not a raw nanosleep on this thread: a
@@ -307,6 +295,34 @@ func samplePtrace(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, 
 		}
 	})
 	return loopErr
+}
+
+// tickCPU keeps the CPU time after each of a sampling loop's first two
+// ticks: the first reads every goroutine, the second may fault in buffers
+// the first did not need, and the ticks after them are the profile's
+// steady cost.
+type tickCPU struct {
+	cpu0  time.Duration // when the loop started
+	first [2]time.Duration
+	ticks int
+}
+
+func (tc *tickCPU) tick() {
+	if tc.ticks < len(tc.first) {
+		tc.first[tc.ticks] = cpuTime()
+	}
+	tc.ticks++
+}
+
+// report prints the CPU time of the first, the second and the later ticks
+// (their mean), given the CPU time at the end.
+func (tc *tickCPU) report(w io.Writer, end time.Duration) {
+	if tc.ticks <= 2 {
+		return
+	}
+	rest := (end - tc.first[1]) / time.Duration(tc.ticks-2)
+	fmt.Fprintf(w, "golineage: CPU time per tick: first %v, second %v, then %v\n",
+		(tc.first[0] - tc.cpu0).Round(10*time.Microsecond), (tc.first[1] - tc.first[0]).Round(10*time.Microsecond), rest.Round(10*time.Microsecond))
 }
 
 // sampleEach takes one sample of every thread, stopping one thread at a
@@ -447,6 +463,105 @@ func parkedSample(g lineageabi.Goroutine, walk stack.Walk) pprofout.Sample {
 		st = g.WaitReason
 	}
 	return pprofout.Sample{Goid: g.Goid, PCs: walk.PCs, Lineage: lineageabi.Chain(g.Record), State: st}
+}
+
+// wallParked counts, tick after tick, the parked goroutines of a
+// wall-clock profile of a process that keeps running: the registry is read
+// and the parked stacks walked with no thread stopped. A goroutine that
+// has not run since its last walk is not walked again, and its sample
+// stays the same (lineageabi.Cache.Changes): a tick costs the read of every
+// transition count and work for the goroutines that changed only. A
+// sample is added to the profile, once for all the ticks it was in, when
+// it leaves the set or when sampling ends (flush).
+type wallParked struct {
+	cache  lineageabi.Cache[*pprofout.Sample]
+	since  map[*pprofout.Sample]int    // the set: the tick each sample joined it
+	byGoid map[uint64]*pprofout.Sample // the set by goroutine
+	onCPU  map[*pprofout.Sample]int    // ticks a sample in the set was sampled on a thread too
+	missed []int                       // ticks whose read failed (ascending): counted for none
+	ticks  int
+}
+
+// tick reads the parked goroutines once. onThreads are the samples of the
+// goroutines sampled on a thread this tick, which a parked sample of the
+// same goroutine must not count twice.
+func (w *wallParked) tick(snap *snapshot, onThreads []pprofout.Sample, b *pprofout.Builder) {
+	if w.since == nil {
+		w.since, w.byGoid, w.onCPU = map[*pprofout.Sample]int{}, map[uint64]*pprofout.Sample{}, map[*pprofout.Sample]int{}
+	}
+	w.ticks++
+	t := w.ticks
+	view := loadViewOrNil(snap)
+	if view == nil || view.Reg == nil {
+		w.missed = append(w.missed, t)
+		return
+	}
+	gone, added, _, err := w.cache.Changes(view, func() lineageabi.Visit[*pprofout.Sample] {
+		pw := &parkedWalker{snap: snap}
+		return func(gs []*lineageabi.Goroutine) []*pprofout.Sample {
+			walks := pw.walk(gs)
+			out := make([]*pprofout.Sample, len(gs))
+			for i, w := range walks {
+				if w != nil {
+					s := parkedSample(*gs[i], *w)
+					out[i] = &s
+				}
+			}
+			return out
+		}
+	})
+	for _, s := range gone {
+		if s != nil {
+			w.close(s, t, b)
+		}
+	}
+	for _, s := range added {
+		if s != nil {
+			w.since[s], w.byGoid[s.Goid] = t, s
+		}
+	}
+	if err != nil || snap.canceled() != nil {
+		w.missed = append(w.missed, t) // this tick's set may be partial
+		return
+	}
+	for _, s := range onThreads {
+		if p := w.byGoid[s.Goid]; p != nil {
+			w.onCPU[p]++
+		}
+	}
+}
+
+// drop leaves the last tick out (its thread samples were dropped).
+func (w *wallParked) drop() {
+	if w.ticks > 0 && (len(w.missed) == 0 || w.missed[len(w.missed)-1] != w.ticks) {
+		w.missed = append(w.missed, w.ticks)
+	}
+}
+
+// close adds sample s, which leaves the set at tick t, for the ticks it
+// was in.
+func (w *wallParked) close(s *pprofout.Sample, t int, b *pprofout.Builder) {
+	from, ok := w.since[s]
+	if !ok {
+		return
+	}
+	lo, _ := slices.BinarySearch(w.missed, from)
+	hi, _ := slices.BinarySearch(w.missed, t)
+	if n := t - from - (hi - lo) - w.onCPU[s]; n > 0 {
+		b.AddSharedN(s, int64(n))
+	}
+	delete(w.since, s)
+	delete(w.onCPU, s)
+	if w.byGoid[s.Goid] == s {
+		delete(w.byGoid, s.Goid)
+	}
+}
+
+// flush adds every sample still in the set, for the ticks so far.
+func (w *wallParked) flush(b *pprofout.Builder) {
+	for s := range w.since {
+		w.close(s, w.ticks+1, b)
+	}
 }
 
 // processGone reports whether process pid has exited (a zombie counts as

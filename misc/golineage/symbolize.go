@@ -14,6 +14,7 @@ import (
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 )
 
 // exeFlags defines -bias for the helper commands; open parses their
@@ -138,15 +139,24 @@ func cmdUnwind(bin *gobin.Binary, b0 uint64, in io.Reader, out io.Writer) error 
 			return fmt.Errorf("unwind: bad register value %q", f[i])
 		}
 	}
+	exe, err := lineage.OpenExecutable(bin.Path, b0)
+	if err != nil {
+		return err
+	}
+	defer exe.Close()
 	mem := &servedMem{r: r, w: w, cache: map[uint64][]byte{}}
-	walk := stack.Unwind(mem, bin, b0, target.Regs{PC: regs[0], SP: regs[1], FP: regs[2], LR: regs[3]})
+	frames, stop := exe.ThreadStack(mem, lineage.Registers{PC: regs[0], SP: regs[1], FP: regs[2], LR: regs[3]})
 	if mem.err != nil {
 		return mem.err
 	}
 	fmt.Fprintln(w, "frames")
-	stack.WriteFrames(w, stack.SymbolizeWalk(bin, b0, walk))
-	if walk.Stop != "" {
-		fmt.Fprintf(w, "...stack walk ended: %s\n", walk.Stop)
+	locs := make([]stack.Loc, 0, len(frames))
+	for _, f := range frames {
+		locs = append(locs, stack.Loc{PC: f.PC, Func: f.Function, File: f.File, Line: f.Line, Offset: f.Offset, Inlined: f.Inlined, Signal: f.Signal})
+	}
+	stack.WriteFrames(w, locs)
+	if stop != "" {
+		fmt.Fprintf(w, "...stack walk ended: %s\n", stop)
 	}
 	fmt.Fprintln(w, "end")
 	return nil

@@ -35,6 +35,15 @@ func TestCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	if d := p.CoreDamage(); d.Damaged() {
+		t.Errorf("a whole core: damage %+v", d)
+	}
+	if ths := p.Threads(); len(ths) == 0 || ths[0].Registers.PC == 0 || ths[0].Registers.SP == 0 {
+		t.Errorf("core threads %+v, want registers", ths)
+	}
+	if !locked(t, p.ReadAt, mu) {
+		t.Errorf("main.mu is not locked in the core")
+	}
 	snap, err := p.Goroutines(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -101,4 +110,14 @@ func symbol(t *testing.T, exe, name string) uint64 {
 	}
 	t.Fatalf("%s has no symbol %s", exe, name)
 	return 0
+}
+
+// locked reads the sync.Mutex at addr and reports whether it is locked
+// (the low bit of its state word).
+func locked(t *testing.T, read func([]byte, uint64) error, addr uint64) bool {
+	var b [4]byte
+	if err := read(b[:], addr); err != nil {
+		t.Fatalf("reading the mutex at %#x: %v", addr, err)
+	}
+	return b[0]&1 != 0
 }

@@ -60,3 +60,38 @@ func Example() {
 	// state: waiting chan receive chan
 	// its stack has fpsafe.dev/misc/lineage_test.exampleWorker
 }
+
+// This example stops a process, prints every goroutine with its innermost
+// frame (running ones too: their threads' registers are known while the
+// process is held) and lets it run again. It is not run by go test: it
+// needs another process (a process cannot trace itself).
+func ExampleProcess_Stop() {
+	pid := 12345 // a program built by the fork's toolchain
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel() // would resume the process too
+	p, err := lineage.OpenPID(ctx, pid, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	s, err := p.Stop(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Resume()
+	snap, err := s.Goroutines(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, g := range snap.Goroutines {
+		frames, err := s.Stack(ctx, g)
+		if err != nil || len(frames) == 0 {
+			fmt.Println(g.ID, g.State, err)
+			continue
+		}
+		fmt.Println(g.ID, g.State, frames[0].Function)
+	}
+}

@@ -182,7 +182,11 @@ type Frame struct {
 	Function string // "" outside Go code
 	File     string
 	Line     int
-	Inlined  bool // inlined into the next frame out
+	Inlined  bool   // inlined into the next frame out
+	Offset   uint64 // PC minus the function's entry (physical frames only)
+	// Signal: a signal arrived during this frame (a kernel signal frame
+	// gave its PC); the frames from here on ran before it.
+	Signal bool
 }
 
 // ErrRunning is returned by Stack for a goroutine running on a thread of
@@ -190,7 +194,7 @@ type Frame struct {
 var ErrRunning = errors.New("the goroutine is running: its stack is its thread's registers, which a live read does not stop")
 
 // Stack walks g's stack by frame pointers from where it resumes (for a
-// core, from its thread's registers if it was running) and symbolizes it,
+// core or a Stopped, from its thread's registers if it was running) and symbolizes it,
 // innermost first, inlined calls expanded. ctx is checked once.
 func (p *Process) Stack(ctx context.Context, g *Goroutine) ([]Frame, error) {
 	if err := ctx.Err(); err != nil {
@@ -198,8 +202,8 @@ func (p *Process) Stack(ctx context.Context, g *Goroutine) ([]Frame, error) {
 	}
 	regs, ok := g.regs, g.hasRegs
 	exact := false
-	if !ok && p.core != nil && g.onTID != 0 {
-		for _, th := range p.threads {
+	if !ok && g.onTID != 0 {
+		for _, th := range p.threads { // a core's or a stopped process's
 			if th.TID == g.onTID {
 				regs, ok, exact = th.Regs, true, true
 			}
@@ -211,16 +215,24 @@ func (p *Process) Stack(ctx context.Context, g *Goroutine) ([]Frame, error) {
 		}
 		return nil, fmt.Errorf("goroutine %d (%s) has no saved registers", g.ID, g.State)
 	}
+	return p.frames(regs, exact), nil
+}
+
+// frames walks a stack from regs and symbolizes it: exact registers are a
+// thread's (its PC is where it is), saved ones a parked goroutine's (its
+// PC is where it resumes).
+func (p *Process) frames(regs target.Regs, exact bool) []Frame {
 	w := stack.Unwind(p.mem, p.exe.Bin, p.exe.Bias, regs)
-	var locs []stack.Loc
 	if exact {
-		locs = stack.SymbolizeWalk(p.exe.Bin, p.exe.Bias, w)
-	} else {
-		locs = stack.SymbolizeResumed(p.exe.Bin, p.exe.Bias, w)
+		return toFrames(stack.SymbolizeWalk(p.exe.Bin, p.exe.Bias, w))
 	}
+	return toFrames(stack.SymbolizeResumed(p.exe.Bin, p.exe.Bias, w))
+}
+
+func toFrames(locs []stack.Loc) []Frame {
 	out := make([]Frame, 0, len(locs))
 	for _, l := range locs {
-		out = append(out, Frame{PC: l.PC, Function: l.Func, File: l.File, Line: l.Line, Inlined: l.Inlined})
+		out = append(out, Frame{PC: l.PC, Function: l.Func, File: l.File, Line: l.Line, Inlined: l.Inlined, Offset: l.Offset, Signal: l.Signal})
 	}
-	return out, nil
+	return out
 }

@@ -276,6 +276,7 @@ var (
 	lineageFreeList *lineageRegion
 	lineageMode     uint32 // lineageModeOff, Records or Stacks, fixed at startup
 	lineageNoStacks bool   // lineageMode != lineageModeStacks
+	lineageCopy8    bool   // lineageDepth >= 8: lineageNewg copies 8 ancestors unrolled
 	lineageDepth    uint32 // copy of GODEBUG lineage, fixed at startup
 	lineageStack    uint32 // copy of GODEBUG lineagestack, fixed at startup
 	lineageRecSize  uintptr
@@ -312,6 +313,7 @@ func lineageinit() {
 		lineageMode = lineageModeStacks
 	}
 	lineageNoStacks = lineageMode != lineageModeStacks
+	lineageCopy8 = lineageDepth >= 8
 	if d > 0 {
 		lineageRegistryInit(h)
 		flags |= lineageRegistry
@@ -545,23 +547,47 @@ again:
 	r.parentGoid = callergp.goid
 	r.lineageCounts = p.child
 	r.child.nanc = 0
-	r.site = lineageAnc{lineageTextOff(newg.startpc), lineageTextOff(callerpc)}
+	// The site: lineageTextOff of both PCs, checked at once and stored as
+	// one word (start is the low half).
+	base := lineageABI.textBase
+	start, gopc := uint64(newg.startpc)-base, uint64(callerpc)-base
+	if (start|gopc)>>32 != 0 {
+		// Out of reach (lineageTextOff): unknown, 0.
+		if start>>32 != 0 {
+			start = 0
+		}
+		if gopc>>32 != 0 {
+			gopc = 0
+		}
+	}
+	*(*uint64)(unsafe.Pointer(&r.site)) = start | gopc<<32
 	nanc := r.nanc
 	// unsafe.Add rather than add, whose inline marks would cost an
 	// instruction each.
 	d := unsafe.Add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{}))
 	src := unsafe.Pointer(&p.site)
-	const pair = 2 * unsafe.Sizeof(lineageAnc{})
-	end := unsafe.Add(d, uintptr(nanc/2)*pair)
-	for d != end {
-		// (16-byte moves: an array copy would move 8 bytes at a time
-		// or call memmove.)
+	if nanc > 8 || !lineageCopy8 {
+		const pair = 2 * unsafe.Sizeof(lineageAnc{})
+		end := unsafe.Add(d, uintptr(nanc/2)*pair)
+		for d != end {
+			// (16-byte moves: an array copy would move 8 bytes at
+			// a time or call memmove.)
+			*(*[2]uint64)(d) = *(*[2]uint64)(src)
+			d = unsafe.Add(d, pair)
+			src = unsafe.Add(src, pair)
+		}
+		if nanc&1 != 0 {
+			*(*uint64)(d) = *(*uint64)(src)
+		}
+	} else {
+		// The default depth: eight entries in four 16-byte moves, with
+		// no loop, whatever nanc is. Entries from nanc on are the
+		// parent's stale ones, which readers do not read (they are
+		// within both records: depth >= 8).
 		*(*[2]uint64)(d) = *(*[2]uint64)(src)
-		d = unsafe.Add(d, pair)
-		src = unsafe.Add(src, pair)
-	}
-	if nanc&1 != 0 {
-		*(*uint64)(d) = *(*uint64)(src)
+		*(*[2]uint64)(unsafe.Add(d, 16)) = *(*[2]uint64)(unsafe.Add(src, 16))
+		*(*[2]uint64)(unsafe.Add(d, 32)) = *(*[2]uint64)(unsafe.Add(src, 32))
+		*(*[2]uint64)(unsafe.Add(d, 48)) = *(*[2]uint64)(unsafe.Add(src, 48))
 	}
 	lineageSeqEnd(&r.seq, s+2)
 	return lineageNoStacks

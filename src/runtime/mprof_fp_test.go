@@ -564,3 +564,53 @@ func TestGoroutineProfileFPShrink(t *testing.T) {
 		t.Errorf("%d of %d goroutine profile walks rejected or differing from gentraceback", mismatches-mismatches0, checked-checked0)
 	}
 }
+
+// fpExactRec reaches depth d through two call sites, a closure and a
+// method value, as the tree workloads of the heap profiler do.
+//
+//go:noinline
+func fpExactRec(d int, left bool, at func()) {
+	switch {
+	case d == 0:
+		at()
+	case left:
+		fpExactRec(d-1, d%3 == 0, at)
+	default:
+		func() { fpExactRec(d-1, d%2 == 0, at) }()
+	}
+}
+
+type fpExactT struct{ f func() }
+
+func (t fpExactT) call() { defer func() {}(); t.f() }
+
+// TestFPStackExact checks that the frame-size confirmation of the heap
+// profiler's walks (mprof_fpexact.go) accepts the stacks of ordinary Go
+// code, that what it accepts is what the slow unwinder records, and that it
+// rejects a walk that differs from the stack.
+func TestFPStackExact(t *testing.T) {
+	if !runtime.FPStackExactArch {
+		t.Skip("frame-size confirmation is amd64 only")
+	}
+	for d := 0; d < 40; d += 3 {
+		for _, left := range []bool{false, true} {
+			var exact, rejected bool
+			var fp, slow []uintptr
+			at := func() {
+				exact, fp, slow = runtime.FPStackExactHere(false)
+				rejected, _, _ = runtime.FPStackExactHere(true)
+			}
+			m := fpExactT{at}.call
+			fpExactRec(d, left, m)
+			if !exact {
+				t.Errorf("depth %d left %v: walk not confirmed", d, left)
+			}
+			if rejected {
+				t.Errorf("depth %d left %v: altered walk confirmed", d, left)
+			}
+			if !slices.Equal(fp, slow) {
+				t.Errorf("depth %d left %v: frame pointers %v, slow unwinder %v", d, left, fp, slow)
+			}
+		}
+	}
+}

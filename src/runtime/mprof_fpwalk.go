@@ -27,6 +27,7 @@ package runtime
 import (
 	"internal/abi"
 	"internal/goarch"
+	"internal/runtime/atomic"
 	"unsafe"
 )
 
@@ -86,6 +87,17 @@ func fpLogicalPCs(skip int, phys, dst []uintptr, syscallFirst bool) (n int, stop
 		if n >= len(dst) {
 			return n, false
 		}
+		if !trap && fpPlainPC(pc) {
+			// One logical frame, pc itself; nothing else applies.
+			if skip > 0 {
+				skip--
+			} else {
+				dst[n] = pc
+				n++
+			}
+			calleeID = abi.FuncIDNormal
+			continue
+		}
 		f := findfunc(pc)
 		if !f.valid() || f.pcsp == 0 {
 			// The unwinder ends the traceback without this frame.
@@ -95,7 +107,9 @@ func fpLogicalPCs(skip int, phys, dst []uintptr, syscallFirst bool) (n int, stop
 		if !trap && pc > f.entry() {
 			symPC = pc - 1
 		}
+		frames := 0
 		for iu, uf := newInlineUnwinder(f, symPC); n < len(dst) && uf.valid(); uf = iu.next(uf) {
+			frames++
 			sf := iu.srcFunc(uf)
 			if sf.funcID == abi.FuncIDWrapper && elideWrapperCalling(calleeID) {
 				// ignore wrappers
@@ -114,10 +128,33 @@ func fpLogicalPCs(skip int, phys, dst []uintptr, syscallFirst bool) (n int, stop
 		if flag&(abi.FuncFlagTopFrame|abi.FuncFlagSPWrite) != 0 {
 			return n, true
 		}
+		if !trap && frames == 1 && n < len(dst) && pc > f.entry() && f.funcID == abi.FuncIDNormal && f.flag == 0 {
+			// Not inlined into, so the one frame was pc itself (the
+			// unwinder's pc-1, plus 1), and with a normal funcID it is no
+			// wrapper, elides none and is no injected call.
+			fpPlainPCs[fpPCSlot(pc)].Store(pc)
+		}
 		trap = isInjectedCall(f.funcID)
 		calleeID = f.funcID
 	}
 	return n, false
+}
+
+// fpPlainPCs caches the return PCs that fpLogicalPCs found plain: a
+// normal function (funcID, no flags) with no inlined call at the PC, whose
+// one logical frame, reached by a return, is the PC itself. A slot holds
+// the PC, or another PC, or 0. Whether a PC is plain depends only on the
+// PC, so the cache cannot go stale.
+var fpPlainPCs [1 << 12]atomic.Uintptr
+
+// fpPCSlot returns pc's slot in the per-PC caches of 1<<12 entries.
+func fpPCSlot(pc uintptr) uintptr {
+	return (pc ^ pc>>12) & (1<<12 - 1)
+}
+
+// fpPlainPC reports whether pc is cached as plain.
+func fpPlainPC(pc uintptr) bool {
+	return fpPlainPCs[fpPCSlot(pc)].Load() == pc
 }
 
 // fpProfScratch is per-M scratch space for the frame-pointer profilers.
@@ -128,17 +165,19 @@ type fpProfScratch struct {
 	logic []uintptr // logical PCs from fpLogicalPCs (heap profiler)
 	slow  []uintptr // the slow unwinder's PCs, for fpunwindcheck
 	aux   []uintptr // logical PCs for savegFP called from the scheduler
+	recs  []uintptr // frame record addresses, for fpStackExact (heap profiler)
 }
 
 // fpProfScratchInit allocates mp's scratch space; see mProfStackInit.
 func fpProfScratchInit(mp *m) {
 	n := len(mp.profStack)
-	buf := make([]uintptr, 4*n)
+	buf := make([]uintptr, 5*n)
 	mp.fpScratch = &fpProfScratch{
 		phys:  buf[:n:n],
 		logic: buf[n : 2*n : 2*n],
 		slow:  buf[2*n : 3*n : 3*n],
-		aux:   buf[3*n:],
+		aux:   buf[3*n : 4*n : 4*n],
+		recs:  buf[4*n:],
 	}
 }
 

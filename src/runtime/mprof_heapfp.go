@@ -21,10 +21,12 @@
 //     them unchanged, and a stack cut at debug.profstackdepth lands in one
 //     bucket however long the physical stacks behind it are.
 //   - On a miss the physical stack is expanded (fpLogicalPCs) and
-//     callers() is run as well. Only if the two agree does the physical
+//     confirmed: on amd64 by checking that the walk read each return PC
+//     from the slot the slow unwinder reads it from (fpStackExact, which
+//     needs only the frame sizes, cached per PC), else by running
+//     callers() as well. Only if the stack is confirmed does the physical
 //     stack's entry point to the bucket; otherwise the entry sends it to
-//     the slow path for good. A physical stack is thus trusted only after
-//     the slow unwinder has confirmed it once.
+//     the slow path for good.
 //
 // Entries, like buckets, are never freed. GODEBUG=memprofilefpunwindoff=1
 // restores the upstream path, also when set at run time.
@@ -103,8 +105,14 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 		}
 	}
 
-	// Miss, or fpunwindcheck: expand and confirm with the slow unwinder.
+	// Miss, or fpunwindcheck: expand and confirm, by the frame sizes
+	// (mprof_fpexact.go) or else with the slow unwinder.
 	nfp, stopped := fpLogicalPCs(3, phys, sc.logic[:depth], false)
+	if debug.fpunwindcheck == 0 && (nfp == depth || stopped) && fpStackExact(getfp(), gp.stack.lo, hi, phys, sc.recs) {
+		b := stkbucket(memProfile, size, sc.logic[:nfp], true)
+		memProfStacks.insert(h, phys, size, mode == 1, nil, b, false)
+		return b
+	}
 	nstk := callers(4, mp.profStack[:depth])
 	same := eqslice(sc.logic[:nfp], mp.profStack[:nstk])
 	if nfp < depth && !stopped {
@@ -158,6 +166,10 @@ func mProf_StackFP(mp *m, skip int) int {
 		}
 	}
 	nfp, stopped := fpLogicalPCs(skip, phys, sc.logic[:depth], false)
+	if debug.fpunwindcheck == 0 && (nfp == depth || stopped) && fpStackExact(getfp(), gp.stack.lo, hi, phys, sc.recs) {
+		memProfStacks.insert(h, phys, memProfStackKey, mode == 1, sc.logic[:nfp], nil, false)
+		return copy(dst, sc.logic[:nfp])
+	}
 	nstk := callers(skip+1, dst)
 	same := eqslice(sc.logic[:nfp], dst[:nstk]) && (nfp == depth || stopped)
 	if debug.fpunwindcheck != 0 {

@@ -248,7 +248,11 @@ type Cache[T any] struct {
 	planT     []uint32 // each entry's count when read
 	planRes   []T      // each entry's result (unset for a free g)
 	planFree  []bool
+	planShown []bool         // each entry's shown
 	planIdx   map[uint64]int // record to plan index, for the re-read ones
+
+	// What the last Read or Changes changed (Changes returns them).
+	gone, added []T
 
 	// Scratch, reused from read to read.
 	addrs, fresh, known, gps []uint64
@@ -264,6 +268,9 @@ type cacheEntry[T any] struct {
 	t    uint32 // its transition count when it was read
 	gen  uint64 // the last read that saw it
 	free bool   // the g was free (dead or idle): nothing to return
+	// res is in the set the last read returned (Changes): set when the
+	// goroutine is read, cleared when it is found changed or gone.
+	shown bool
 }
 
 // Read is ReadLive through the cache. The goroutines it returns are the
@@ -272,7 +279,28 @@ type cacheEntry[T any] struct {
 // goroutine does not change. The slices themselves are reused by the next
 // Read.
 func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, LiveStats, error) {
+	return c.read(v, newVisit, true)
+}
+
+// Changes is Read for a reader that keeps the set of results itself (a
+// wall-clock profile counting every parked goroutine tick after tick): it
+// returns only the results that left the set since the previous Read or
+// Changes (gone: their goroutine ran, ended, or kept changing while read)
+// and those that joined it (added), so that a read of a population that
+// stayed parked costs the copy of the transition counts and nothing per
+// goroutine. The set is the results Read would return; a caller applies
+// gone before added. The slices are reused by the next call.
+func (c *Cache[T]) Changes(v *View, newVisit func() Visit[T]) (gone, added []T, st LiveStats, err error) {
+	_, _, st, err = c.read(v, newVisit, false)
+	return c.gone, c.added, st, err
+}
+
+// read is Read (all: the goroutines and results returned) or Changes.
+func (c *Cache[T]) read(v *View, newVisit func() Visit[T], all bool) ([]*Goroutine, []T, LiveStats, error) {
 	var st LiveStats
+	clear(c.gone) // keep no result alive
+	clear(c.added)
+	c.gone, c.added = c.gone[:0], c.added[:0]
 	if c.ent == nil {
 		c.ent, c.blocks, c.planIdx = map[uint64]*cacheEntry[T]{}, map[uint64]blockInfo{}, map[uint64]int{}
 	}
@@ -286,7 +314,7 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 	var gs []*Goroutine
 	var out []T
 	if c.complete && slices.Equal(addrs, c.lastAddrs) {
-		gs, out, err = c.readPlanned(v, newVisit, &st)
+		gs, out, err = c.readPlanned(v, newVisit, &st, all)
 	} else {
 		gs, out, err = c.readAll(v, addrs, newVisit, &st)
 	}
@@ -298,19 +326,27 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 // readPlanned is a Read that finds the same records as the last: it reads
 // every count in plan order, and reads again only the goroutines whose
 // count changed, each into its place in the plan.
-func (c *Cache[T]) readPlanned(v *View, newVisit func() Visit[T], st *LiveStats) ([]*Goroutine, []T, error) {
+func (c *Cache[T]) readPlanned(v *View, newVisit func() Visit[T], st *LiveStats, all bool) ([]*Goroutine, []T, error) {
 	gs, out, fresh := c.gs[:0], c.out[:0], c.fresh[:0]
 	clear(c.planIdx)
+	planT := c.planT
 	for i, b := range readMerged(v.mem, c.planAt, 4, st, &c.ar) {
-		if b == nil || le32(b) != c.planT[i] {
-			rec := c.plan[i].g.RecordAddr
-			fresh = append(fresh, rec)
-			c.planIdx[rec] = i
+		if b != nil && le32(b) == planT[i] {
+			if !c.planFree[i] && !c.planShown[i] {
+				// Unchanged, but left out before (unreadable then).
+				c.show(c.plan[i])
+				c.planShown[i] = true
+			}
+			if all && !c.planFree[i] {
+				gs, out = append(gs, &c.plan[i].g), append(out, c.planRes[i])
+			}
 			continue
 		}
-		if !c.planFree[i] {
-			gs, out = append(gs, &c.plan[i].g), append(out, c.planRes[i])
-		}
+		e := c.plan[i]
+		fresh = append(fresh, e.g.RecordAddr)
+		c.planIdx[e.g.RecordAddr] = i
+		c.hide(e)
+		c.planShown[i] = false
 	}
 	c.fresh = fresh[:0]
 	if len(fresh) == 0 {
@@ -320,11 +356,13 @@ func (c *Cache[T]) readPlanned(v *View, newVisit func() Visit[T], st *LiveStats)
 		i := c.planIdx[rec]
 		c.ent[rec] = e
 		c.plan[i], c.planT[i], c.planRes[i], c.planFree[i] = e, e.t, e.res, e.free
+		c.planShown[i] = !e.free // a goroutine read is shown (below)
 	}
 	err := readLive(v, fresh, newVisit, st, &c.readers, liveSink[T]{
 		keep: func(g *Goroutine, res T, gbuf []byte) {
 			e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
 			set(g.RecordAddr, e)
+			c.show(e)
 			gs, out = append(gs, &e.g), append(out, res)
 		},
 		free: func(rec, gp uint64, t uint32) {
@@ -359,7 +397,11 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 		e := ents[i]
 		if b == nil || le32(b) != e.t {
 			fresh = append(fresh, known[i])
+			c.hide(e)
 			continue
+		}
+		if !e.free && !e.shown {
+			c.show(e) // unchanged, but left out before (unreadable then)
 		}
 		e.gen = c.gen
 		if !e.free {
@@ -371,6 +413,7 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 		keep: func(g *Goroutine, res T, gbuf []byte) {
 			e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
 			c.ent[g.RecordAddr] = e
+			c.show(e)
 			gs, out = append(gs, &e.g), append(out, res)
 		},
 		// A free g stays free until its count changes: a program that
@@ -388,6 +431,7 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 	}
 	for a, e := range c.ent {
 		if e.gen != c.gen {
+			c.hide(e)
 			delete(c.ent, a)
 		}
 	}
@@ -395,6 +439,20 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 	c.fresh, c.known, c.gps, c.ents = fresh[:0], known[:0], gps[:0], ents[:0]
 	c.makePlan(v, addrs, err == nil)
 	return gs, out, err
+}
+
+// show puts a goroutine just read in the returned set.
+func (c *Cache[T]) show(e *cacheEntry[T]) {
+	e.shown = true
+	c.added = append(c.added, e.res)
+}
+
+// hide takes a changed or gone goroutine out of the returned set.
+func (c *Cache[T]) hide(e *cacheEntry[T]) {
+	if e.shown {
+		e.shown = false
+		c.gone = append(c.gone, e.res)
+	}
 }
 
 // makePlan orders the entries by their g's address for the next Read.
@@ -408,7 +466,7 @@ func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
 	}
 	slices.SortFunc(plan, func(a, b *cacheEntry[T]) int { return cmp.Compare(a.g.G, b.g.G) })
 	c.plan = plan
-	c.planAt, c.planT, c.planRes, c.planFree = c.planAt[:0], c.planT[:0], c.planRes[:0], c.planFree[:0]
+	c.planAt, c.planT, c.planRes, c.planFree, c.planShown = c.planAt[:0], c.planT[:0], c.planRes[:0], c.planFree[:0], c.planShown[:0]
 	for _, e := range plan {
 		res := e.res
 		if e.free {
@@ -416,6 +474,7 @@ func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
 		}
 		c.planAt = append(c.planAt, e.g.G+uint64(v.Reg.OffGTransitions))
 		c.planT, c.planRes, c.planFree = append(c.planT, e.t), append(c.planRes, res), append(c.planFree, e.free)
+		c.planShown = append(c.planShown, e.shown)
 	}
 	c.lastAddrs = append(c.lastAddrs[:0], addrs...)
 	c.complete = ok && len(plan) == len(addrs)

@@ -191,15 +191,11 @@ func TestCacheBlocks(t *testing.T) {
 func TestCacheFree(t *testing.T) {
 	v, mem, _ := liveImage(t)
 	img := mem.memMap[0x10000]
-	le := binary.LittleEndian
-	const g2 = 0x2100 // goroutine 6's g, dead
 	var c Cache[int]
 	var calls []int
 	for i, want := range [][]uint64{{5}, {5}, {5, 6}} {
 		if i == 2 {
-			le.PutUint32(img[g2+8:], 4)                         // waiting
-			img[g2+16] = 1                                      // chan receive
-			le.PutUint32(img[g2+12:], le.Uint32(img[g2+12:])+1) // a status change
+			reuseFreeG(img)
 		}
 		goids, st := cacheRead(t, &c, v)
 		if !slices.Equal(goids, want) {
@@ -211,6 +207,16 @@ func TestCacheFree(t *testing.T) {
 	if calls[1] != 2 || calls[0] <= calls[1] || calls[2] <= calls[1] {
 		t.Errorf("read calls %v: want 2 for the second read, more for the first and third", calls)
 	}
+}
+
+// reuseFreeG makes the dead g of liveImage's goroutine 6 a goroutine
+// waiting in a channel receive, with a status change.
+func reuseFreeG(img []byte) {
+	const g2 = 0x2100
+	le := binary.LittleEndian
+	le.PutUint32(img[g2+8:], 4) // waiting
+	img[g2+16] = 1              // chan receive
+	le.PutUint32(img[g2+12:], le.Uint32(img[g2+12:])+1)
 }
 
 // cacheRead reads v through c and returns the goids it found, sorted.
@@ -226,4 +232,51 @@ func cacheRead(t *testing.T, c *Cache[int], v *View) ([]uint64, LiveStats) {
 	}
 	slices.Sort(goids)
 	return goids, st
+}
+
+// TestCacheChanges: Changes returns what left and joined the set of
+// results since the last read: nothing for a population that did not
+// change, the old and the new result of a goroutine that ran, the result
+// of a free g that became a goroutine, and that of a goroutine that ended.
+func TestCacheChanges(t *testing.T) {
+	v, mem, g := liveImage(t)
+	img := mem.memMap[0x10000]
+	le := binary.LittleEndian
+	var c Cache[int]
+	n := 0
+	visit := func() Visit[int] {
+		return func(gs []*Goroutine) []int {
+			out := make([]int, len(gs))
+			for i, g := range gs {
+				n++
+				out[i] = int(g.Goid)*100 + n
+			}
+			return out
+		}
+	}
+	for i, step := range []struct {
+		change      func()
+		gone, added []int
+	}{
+		{func() {}, nil, []int{501}},
+		{func() {}, nil, nil},
+		{func() { le.PutUint32(g[12:], 7) }, []int{501}, []int{502}}, // a park and a wake
+		{func() { reuseFreeG(img) }, nil, []int{603}},
+		{func() { le.PutUint32(g[8:], 6); le.PutUint32(g[12:], 8) }, []int{502}, nil}, // dead
+		{func() {}, nil, nil},
+	} {
+		step.change()
+		gone, added, st, err := c.Changes(v, visit)
+		if err != nil || st.Torn != 0 {
+			t.Fatalf("read %d: %v, %+v", i, err, st)
+		}
+		if !slices.Equal(gone, step.gone) || !slices.Equal(added, step.added) {
+			t.Errorf("read %d: gone %v, added %v; want %v, %v", i, gone, added, step.gone, step.added)
+		}
+	}
+	// Read returns the set Changes kept.
+	gs, res, _, err := c.Read(v, visit)
+	if err != nil || len(gs) != 1 || gs[0].Goid != 6 || !slices.Equal(res, []int{603}) {
+		t.Errorf("Read after Changes: %v, %d goroutines, results %v; want goroutine 6, [603]", err, len(gs), res)
+	}
 }

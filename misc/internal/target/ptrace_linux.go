@@ -61,7 +61,8 @@ type Stopped struct {
 	// Since is when the last thread entered ptrace-stop: from then until
 	// the detach every thread is stopped (before it, some may still run).
 	Since   time.Time
-	t       *Tracer // unused after Stop returns
+	t       *Tracer         // unused after Stop returns
+	ctx     context.Context // ends the stop: the Tracer's, or the call's
 	seized  []int
 	pending map[int]int // signal to re-inject on detach
 	start   time.Time
@@ -216,7 +217,7 @@ func (t *Tracer) Do(f func()) { t.do(f) }
 // StopOnThread is Stop for code already running on the tracer thread (in Do):
 // a sampling loop that runs there pays no goroutine handoff per sample.
 func (t *Tracer) StopOnThread(pid int, states bool, fn func(*Stopped)) (stopped time.Duration, err error) {
-	return t.stopOnThread(pid, nil, states, fn)
+	return t.stopOnThread(t.ctx, pid, nil, states, fn)
 }
 
 // StopThreadOnThread stops only thread tid of pid (on the tracer thread).
@@ -224,7 +225,15 @@ func (t *Tracer) StopOnThread(pid int, states bool, fn func(*Stopped)) (stopped 
 // lineage (the ABI's stopped-thread argument is per thread), and the other
 // threads run on meanwhile. It returns ErrThreadGone if tid exited.
 func (t *Tracer) StopThreadOnThread(pid, tid int, states bool, fn func(*Stopped)) (time.Duration, error) {
-	return t.stopOnThread(pid, []int{tid}, states, fn)
+	return t.stopOnThread(t.ctx, pid, []int{tid}, states, fn)
+}
+
+// StopThreadContext is StopThreadOnThread, run on the tracer thread, with
+// ctx in place of the Tracer's context: a Tracer shared by calls with
+// contexts of their own.
+func (t *Tracer) StopThreadContext(ctx context.Context, pid, tid int, states bool, fn func(*Stopped)) (d time.Duration, err error) {
+	t.do(func() { d, err = t.stopOnThread(ctx, pid, []int{tid}, states, fn) })
+	return d, err
 }
 
 var errThreadGone = errors.New("thread exited")
@@ -232,11 +241,11 @@ var errThreadGone = errors.New("thread exited")
 // ErrThreadGone is returned by StopThreadOnThread for a vanished thread.
 var ErrThreadGone = errThreadGone
 
-func (t *Tracer) stopOnThread(pid int, only []int, states bool, fn func(*Stopped)) (stopped time.Duration, err error) {
+func (t *Tracer) stopOnThread(ctx context.Context, pid int, only []int, states bool, fn func(*Stopped)) (stopped time.Duration, err error) {
 	if pid <= 0 {
 		return 0, fmt.Errorf("invalid pid %d", pid)
 	}
-	s := &Stopped{PID: pid, t: t, pending: map[int]int{}, Mem: &procMem{pid: pid}, states: states, relist: states && only == nil, only: only}
+	s := &Stopped{PID: pid, t: t, ctx: ctx, pending: map[int]int{}, Mem: &procMem{pid: pid}, states: states, relist: states && only == nil, only: only}
 	defer func() {
 		s.detachLocked()
 		if !s.start.IsZero() {
@@ -256,7 +265,7 @@ func (s *Stopped) stopLocked() error {
 	seen := map[int]bool{}
 	states := map[int]string{}
 	for round := 0; ; round++ {
-		if err := s.t.ctx.Err(); err != nil {
+		if err := s.ctx.Err(); err != nil {
 			return fmt.Errorf("stopping process %d: %w", s.PID, err)
 		}
 		tids := s.only
@@ -358,7 +367,7 @@ func (s *Stopped) waitAll() ([]int, error) {
 	canceled := false
 	nap := 5 * time.Microsecond
 	for len(want) > 0 {
-		if s.t.ctx.Err() != nil && !canceled {
+		if s.ctx.Err() != nil && !canceled {
 			// The interrupted threads stop within microseconds, and only
 			// a thread in ptrace-stop can be detached: wait a little
 			// longer for them, not the full timeout.
@@ -408,7 +417,7 @@ func (s *Stopped) waitAll() ([]int, error) {
 		nap = min(2*nap, 500*time.Microsecond)
 	}
 	if canceled {
-		return nil, fmt.Errorf("stopping process %d: %w", s.PID, s.t.ctx.Err())
+		return nil, fmt.Errorf("stopping process %d: %w", s.PID, s.ctx.Err())
 	}
 	sort.Ints(live)
 	return live, nil

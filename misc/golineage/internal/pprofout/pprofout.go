@@ -79,14 +79,18 @@ func (b *Builder) Add(s Sample) {
 // whenever the same thing is sampled again (a parked goroutine's sample,
 // kept from tick to tick): it is counted by its address, and compared
 // with the other samples only the first time.
-func (b *Builder) AddShared(s *Sample) {
-	if s.owner == b {
-		b.n++
-		b.counts[s.index]++
-		return
+func (b *Builder) AddShared(s *Sample) { b.AddSharedN(s, 1) }
+
+// AddSharedN is n calls of AddShared(s) (n > 0): a caller that keeps a
+// parked goroutine's sample for many ticks adds them when it changes.
+func (b *Builder) AddSharedN(s *Sample, n int64) {
+	if s.owner != b {
+		b.Add(*s)
+		s.owner, s.index = b, b.index[sampleKey(*s)]
+		n--
 	}
-	b.Add(*s)
-	s.owner, s.index = b, b.index[sampleKey(*s)]
+	b.n += int(n)
+	b.counts[s.index] += n
 }
 
 // sampleKey is what makes two samples the same in every output.
