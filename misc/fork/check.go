@@ -21,7 +21,8 @@ var (
 // check verifies the rule on the fork's own files (owned.go): no patch's diff changes a new
 // file of the series, and src/ holds each new file as the last commit does. Then it applies
 // the series into a scratch repository, extracts it, compares the result with the
-// repository byte for byte, and (build) builds every commit after "upstream".
+// repository byte for byte, and (build) builds every commit after "upstream" and
+// type-checks the tests of the packages each commit touches.
 func (f *fork) check(stdout io.Writer, build, keep bool) error {
 	in, err := f.loadInputs()
 	if err != nil {
@@ -79,6 +80,8 @@ func (f *fork) check(stdout io.Writer, build, keep bool) error {
 // upstream toolchain: GOROOT is the work tree, checked out at the commit, so the go
 // command compiles that commit's sources (std and cmd) with upstream's compile, asm and
 // link (pkg/tool links to upstream's; pkg/include is the commit's runtime headers).
+// Then go vet type-checks the packages the commit changes with their tests, so a patch
+// cannot leave a test that compiles only once a later patch lands.
 func (f *fork) checkBuilds(stdout io.Writer, g *gitRepo, up string) error {
 	revs, err := g.run("rev-list", "--reverse", "upstream..HEAD")
 	if err != nil {
@@ -137,6 +140,16 @@ func (f *fork) checkBuilds(stdout io.Writer, g *gitRepo, up string) error {
 		cmd := exec.Command(gocmd, append([]string{"build"}, pkgs...)...)
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = g.dir, env, &buf, &buf
 		err = cmd.Run()
+		if err == nil {
+			// The commit's tests must compile too: vet type-checks every
+			// package the commit touches with its test files.
+			var vetPkgs []string
+			if vetPkgs, err = touchedPackages(g, c); err == nil && len(vetPkgs) > 0 {
+				cmd := exec.Command(gocmd, append([]string{"vet"}, vetPkgs...)...)
+				cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = g.dir, env, &buf, &buf
+				err = cmd.Run()
+			}
+		}
 		status := "ok"
 		if err != nil {
 			status = "FAILED"
@@ -151,6 +164,28 @@ func (f *fork) checkBuilds(stdout io.Writer, g *gitRepo, up string) error {
 	if len(failed) > 0 {
 		return fmt.Errorf("check: %d of %d commits do not build: %s; fix each in goroot/ (git rebase -i upstream) and ./fork extract", len(failed), len(commits), strings.Join(failed, ", "))
 	}
-	fmt.Fprintf(stdout, "fork: check: every commit after upstream builds (%d commits)\n", len(commits))
+	fmt.Fprintf(stdout, "fork: check: every commit after upstream builds, and its tests compile (%d commits)\n", len(commits))
 	return nil
+}
+
+// touchedPackages returns the import paths of the packages whose Go or assembly files
+// commit c changes (testdata excluded), as go vet takes them.
+func touchedPackages(g *gitRepo, c string) ([]string, error) {
+	names, err := g.run("diff-tree", "-r", "--name-only", "--no-commit-id", "--diff-filter=d", c+"^", c, "--", "src")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var pkgs []string
+	for _, name := range strings.Fields(names) {
+		if ext := filepath.Ext(name); ext != ".go" && ext != ".s" || strings.Contains(name, "/testdata/") {
+			continue
+		}
+		pkg := strings.TrimPrefix(filepath.ToSlash(filepath.Dir(name)), "src/")
+		if !seen[pkg] {
+			seen[pkg] = true
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	return pkgs, nil
 }

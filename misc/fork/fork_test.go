@@ -568,8 +568,9 @@ func TestBadInputs(t *testing.T) {
 	})
 }
 
-// TestCheckBuildsEachCommit proves that check compiles each commit's own sources: a series
-// whose second patch plants a syntax error, fixed by the third, fails at commit 2 only.
+// TestCheckBuildsEachCommit proves that check compiles each commit's own sources and
+// tests: a series whose second patch plants a syntax error, fixed by the third, fails at
+// commit 2 and not 3; a commit adding a test that does not compile fails too.
 // It needs the real upstream toolchain.
 func TestCheckBuildsEachCommit(t *testing.T) {
 	if testing.Short() {
@@ -583,25 +584,30 @@ func TestCheckBuildsEachCommit(t *testing.T) {
 	}
 	t.Setenv("FORK_UPSTREAM", up)
 	defer func(s, c []string) { checkStdPkgs, checkCmdPkgs = s, c }(checkStdPkgs, checkCmdPkgs)
-	checkStdPkgs, checkCmdPkgs = []string{"errors"}, []string{"cmd/internal/objabi"}
+	checkStdPkgs, checkCmdPkgs = []string{"container/ring"}, []string{"cmd/internal/objabi"}
 	e.mustFork("apply")
-	e.write(e.work, "src/errors/forkcheck.go", "package errors\n\nfunc forkCheck() int { return 1 }\n")
-	e.commit("errors: add forkCheck")
+	e.write(e.work, "src/container/ring/forkcheck.go", "package ring\n\nfunc forkCheck() int { return 1 }\n")
+	e.commit("container/ring: add forkCheck")
 	// A later patch may change upstream files only (not forkcheck.go,
-	// which the first one introduces): it breaks errors.go, the next mends it.
-	orig := e.read(e.work, "src/errors/errors.go")
-	e.write(e.work, "src/errors/errors.go", orig+"\nfunc forkBroken() int { return 1 \n")
-	e.commit("errors: break forkCheck")
-	e.write(e.work, "src/errors/errors.go", orig+"\nfunc forkMended() int { return forkCheck() }\n")
-	e.commit("errors: mend forkCheck")
+	// which the first one introduces): it breaks ring.go, the next mends it.
+	// (container/ring, which no package imports: a change to it recompiles
+	// nothing else, and go vet compiles its tests' imports once.)
+	orig := e.read(e.work, "src/container/ring/ring.go")
+	e.write(e.work, "src/container/ring/ring.go", orig+"\nfunc forkBroken() int { return 1 \n")
+	e.commit("container/ring: break forkCheck")
+	e.write(e.work, "src/container/ring/ring.go", orig+"\nfunc forkMended() int { return forkCheck() }\n")
+	e.commit("container/ring: mend forkCheck")
 	e.write(e.work, "src/cmd/internal/objabi/forkcheck.go", "package objabi\n\nvar forkCheck = undefinedName\n")
 	e.commit("cmd/internal/objabi: refer to a name that does not exist")
+	// A test that does not compile fails its commit although the package builds.
+	e.write(e.work, "src/container/ring/forkcheck_test.go", "package ring\n\nvar _ = forkCheck(\"one argument too many\")\n")
+	e.commit("container/ring: test forkCheck")
 	e.mustFork("extract")
 	out, err := e.fork("check")
-	if err == nil || !strings.Contains(err.Error(), "2 of 5 commits do not build: 2 (errors: break forkCheck), 4 (cmd/internal/objabi") {
+	if err == nil || !strings.Contains(err.Error(), "3 of 6 commits do not build: 2 (container/ring: break forkCheck), 4 (cmd/internal/objabi: refer to a name that does not exist), 5 (container/ring: test forkCheck)") {
 		t.Fatalf("check: %v\n%s", err, out)
 	}
-	for _, want := range []string{"build  1/5", "errors: add forkCheck", "ok (", "syntax error", "undefined: undefinedName", "build  5/5"} {
+	for _, want := range []string{"build  1/6", "container/ring: add forkCheck", "ok (", "syntax error", "undefined: undefinedName", "too many arguments in call to forkCheck", "build  6/6"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
