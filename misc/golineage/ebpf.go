@@ -284,7 +284,8 @@ func (r *ebpfRun) wallTick(parked *wallParked, running map[uint64]pprofout.Sampl
 		r.lastOnCPU[goid] = lastSample{s, r.ticks}
 	}
 	snap := r.t.liveSnapshot()
-	if view := loadViewOrNil(snap); view != nil {
+	view := loadViewOrNil(snap) // one read of the header and regions per tick
+	if view != nil {
 		for _, tid := range view.Threads() {
 			rec, g, err := view.ThreadGoroutine(tid)
 			if err != nil || rec == nil || g == nil || g.Status != lineageabi.StatusRunning {
@@ -307,7 +308,7 @@ func (r *ebpfRun) wallTick(parked *wallParked, running map[uint64]pprofout.Sampl
 			delete(r.lastOnCPU, goid)
 		}
 	}
-	parked.tick(snap, onCPU, b)
+	parked.tick(snap, view, onCPU, b)
 }
 
 // eventSample turns an event into a sample: the innermost frame repaired

@@ -300,7 +300,7 @@ func samplePtraceLoop(t *profTarget, pf profileFlags, b *pprofout.Builder) error
 				samples = goroutineSamples(samples)
 				snap := t.liveSnapshot()
 				snap.ctx = pf.ctx
-				parked.tick(snap, samples, b)
+				parked.tick(snap, loadViewOrNil(snap), samples, b)
 			}
 		}
 		if pf.ctx.Err() != nil {
@@ -538,16 +538,16 @@ type wallParked struct {
 	ticks  int
 }
 
-// tick reads the parked goroutines once. onThreads are the samples of the
-// goroutines sampled on a thread this tick, which a parked sample of the
-// same goroutine must not count twice.
-func (w *wallParked) tick(snap *snapshot, onThreads []pprofout.Sample, b *pprofout.Builder) {
+// tick reads the parked goroutines once, through view (nil when no
+// registry could be read: the tick then counts for none). onThreads are the
+// samples of the goroutines sampled on a thread this tick, which a parked
+// sample of the same goroutine must not count twice.
+func (w *wallParked) tick(snap *snapshot, view *lineageabi.View, onThreads []pprofout.Sample, b *pprofout.Builder) {
 	if w.since == nil {
 		w.since, w.byGoid, w.onCPU = map[*pprofout.Sample]int{}, map[uint64]*pprofout.Sample{}, map[*pprofout.Sample]int{}
 	}
 	w.ticks++
 	t := w.ticks
-	view := loadViewOrNil(snap)
 	if view == nil || view.Reg == nil {
 		w.missed = append(w.missed, t)
 		return
