@@ -132,7 +132,7 @@ func fpLogicalPCs(skip int, phys, dst []uintptr, syscallFirst bool) (n int, stop
 			// Not inlined into, so the one frame was pc itself (the
 			// unwinder's pc-1, plus 1), and with a normal funcID it is no
 			// wrapper, elides none and is no injected call.
-			fpPlainPCs[fpPCSlot(pc)].Store(pc)
+			fpPlainPCs[fpPCSlot(pc)].StoreRelease(pc) // readers need no more ordering than this
 		}
 		trap = isInjectedCall(f.funcID)
 		calleeID = f.funcID
