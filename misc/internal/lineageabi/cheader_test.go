@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated C header (golineage_abi.h)")
@@ -301,24 +302,29 @@ func checkCReader(t *testing.T, bin string, flags ...string) {
 	// The target's executable file, as the kernel keeps it.
 	proc := strings.TrimSuffix(mem.(procMem).f.Name(), "/mem")
 	exe := proc + "/exe"
-	out, err := exec.Command(bin, exe, filepath.Base(proc), strconv.FormatUint(bias, 10)).Output()
-	if err != nil {
-		t.Fatalf("the C reader: %v", err)
-	}
-	got := map[string]uint64{}
-	var gs []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.HasPrefix(l, "g ") {
-			gs = append(gs, l)
-			continue
-		}
-		k, v, _ := strings.Cut(l, " ")
-		n, err := strconv.ParseUint(v, 10, 64)
+	run := func() (map[string]uint64, []string) {
+		out, err := exec.Command(bin, exe, filepath.Base(proc), strconv.FormatUint(bias, 10)).Output()
 		if err != nil {
-			t.Fatalf("the C reader printed %q", l)
+			t.Fatalf("the C reader: %v", err)
 		}
-		got[k] = n
+		got := map[string]uint64{}
+		var gs []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if strings.HasPrefix(l, "g ") {
+				gs = append(gs, l)
+				continue
+			}
+			k, v, _ := strings.Cut(l, " ")
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatalf("the C reader printed %q", l)
+			}
+			got[k] = n
+		}
+		return got, gs
 	}
+	cGoroutines := func() []string { _, gs := run(); return gs }
+	got, gs := run()
 
 	h := a.Static
 	h.Flags |= FlagRegistry // a file's flags are 0 ([rt]): parse its registry offsets anyway
@@ -345,28 +351,45 @@ func checkCReader(t *testing.T, bin string, flags ...string) {
 		t.Errorf("the file's header holds no g offsets (off_g_status %d, off_g_m %d)", r.OffGStatus, h.OffGM)
 	}
 
-	// The goroutines: the C reader's list is the Go reader's (the target
-	// is idle: its goroutines are parked or in a system call).
-	v, err := a.Load(mem, bias)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ggs, _, err := v.Goroutines()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wantGs []string
-	waiting := 0
-	for _, g := range ggs {
-		wantGs = append(wantGs, fmt.Sprintf("g %d %d %d", g.Goid, g.Record.ParentGoid, g.Status))
-		if g.Status == StatusWaiting {
-			waiting++
+	// The goroutines: the C reader's list is the Go reader's. The target
+	// is idle, but not frozen: just after "ready" its main goroutine may
+	// still be running on its way into the read system call, and a
+	// background GC worker may wake. So the lists are compared on a
+	// snapshot that holds still: Go, C, Go again, equal all three, within
+	// a few tries.
+	goList := func() ([]string, int) {
+		v, err := a.Load(mem, bias)
+		if err != nil {
+			t.Fatal(err)
 		}
+		ggs, _, err := v.Goroutines()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l []string
+		waiting := 0
+		for _, g := range ggs {
+			l = append(l, fmt.Sprintf("g %d %d %d", g.Goid, g.Record.ParentGoid, g.Status))
+			if g.Status == StatusWaiting {
+				waiting++
+			}
+		}
+		slices.Sort(l)
+		return l, waiting
 	}
-	slices.Sort(gs)
-	slices.Sort(wantGs)
-	t.Logf("the C reader listed %d goroutines, %d waiting", len(gs), waiting)
-	if !slices.Equal(gs, wantGs) || waiting == 0 {
-		t.Errorf("the C reader listed (g goid parent status)\n%s\nthe Go reader\n%s", strings.Join(gs, "\n"), strings.Join(wantGs, "\n"))
+	for try := 0; ; try++ {
+		before, _ := goList()
+		slices.Sort(gs)
+		after, waiting := goList()
+		if slices.Equal(gs, before) && slices.Equal(gs, after) && waiting > 0 {
+			t.Logf("the C reader listed %d goroutines, %d waiting (try %d)", len(gs), waiting, try)
+			return
+		}
+		if try == 20 {
+			t.Fatalf("the C reader listed (g goid parent status)\n%s\nthe Go reader, before and after\n%s\n--\n%s",
+				strings.Join(gs, "\n"), strings.Join(before, "\n"), strings.Join(after, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+		gs = cGoroutines()
 	}
 }
