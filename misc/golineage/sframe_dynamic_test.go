@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 	"fpsafe.dev/misc/internal/fpchain"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/sframe"
-	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 )
 
 // TestSFrameDynamic is the dynamic check of the linker's SFrame table: it
@@ -77,19 +78,23 @@ func TestSFrameDynamic(t *testing.T) {
 				defer cmd.Wait()
 				pid = cmd.Process.Pid
 			}
-			tr := target.NewTracer()
-			defer tr.Close()
+			ctx := context.Background()
+			p, err := lineage.OpenPID(ctx, pid, &lineage.Options{NoLineage: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
 			var c sframeCounts
 			deadline := time.Now().Add(3 * time.Second)
 			for stops := 0; stops < 200 && time.Now().Before(deadline); stops++ {
-				_, err := tr.Stop(pid, false, func(s *target.Stopped) {
-					for _, th := range s.Threads {
-						c.thread(t, b, sec, s.Mem, th)
-					}
-				})
+				s, err := p.Stop(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
+				for _, th := range s.Threads() {
+					c.thread(t, b, sec, s, th.Registers)
+				}
+				s.Resume()
 				c.stops++
 				time.Sleep(time.Millisecond)
 			}
@@ -124,7 +129,7 @@ type sframeCounts struct {
 	stops, stacks, frames, equal, recovered, missed, leaf, toC, sigStop, rootStop, outside, bad int
 }
 
-func (c *sframeCounts) thread(t *testing.T, b *gobin.Binary, sec *sframe.Section, mem target.Mem, th target.Thread) {
+func (c *sframeCounts) thread(t *testing.T, b *gobin.Binary, sec *sframe.Section, mem lineage.Memory, th lineage.Registers) {
 	read := func(addr uint64) (uint64, error) {
 		var w [8]byte
 		if err := mem.ReadAt(w[:], addr); err != nil {
@@ -132,7 +137,7 @@ func (c *sframeCounts) thread(t *testing.T, b *gobin.Binary, sec *sframe.Section
 		}
 		return binary.LittleEndian.Uint64(w[:]), nil
 	}
-	regs := sframe.Regs{PC: th.Regs.PC, SP: th.Regs.SP, FP: th.Regs.FP, LR: th.Regs.LR}
+	regs := sframe.Regs{PC: th.PC, SP: th.SP, FP: th.FP, LR: th.LR}
 	// goFunc returns the Go function at pc: C code linked internally has
 	// pclntab entries but no SP-delta table, and no FDE.
 	goFunc := func(pc uint64) *gobin.Func {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
+	"fpsafe.dev/misc/lineage"
 )
 
 // busyChain is the busy fixture's worker stack below main.work, outermost
@@ -92,22 +94,24 @@ func TestSFrameStacks(t *testing.T) {
 // threadChains stops the busy fixture's threads many times and checks each
 // walk that reaches a worker's frames.
 func threadChains(t *testing.T, bin *gobin.Binary, pid int) {
-	auxv, err := target.ReadAuxv(pid)
+	ctx := context.Background()
+	p, err := lineage.OpenPID(ctx, pid, &lineage.Options{NoLineage: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bias, err := target.LoadBias(auxv, bin.Entry, bin.PIE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := target.NewTracer()
-	defer tr.Close()
+	defer p.Close()
+	bias := p.LoadBias()
 	var leaf, frameless, body, bad int
 	deadline := time.Now().Add(2 * time.Second)
 	for stops := 0; stops < 150 && time.Now().Before(deadline); stops++ {
-		_, err := tr.Stop(pid, false, func(s *target.Stopped) {
-			for _, th := range s.Threads {
-				w := stack.Unwind(s.Mem, bin, bias, th.Regs)
+		s, err := p.Stop(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			defer s.Resume()
+			for _, th := range s.Threads() {
+				w := stack.Unwind(s, bin, bias, target.Regs(th.Registers))
 				names := walkNames(bin, bias, w)
 				if len(names) == 0 || names[0] != "main.work" && names[0] != "main.worker" {
 					continue
@@ -118,25 +122,22 @@ func threadChains(t *testing.T, bin *gobin.Binary, pid int) {
 				}
 				if !slices.Equal(names, want) {
 					if bad++; bad <= 3 {
-						t.Errorf("thread stopped at %#x: stack %v, want %v", th.Regs.PC, names, want)
+						t.Errorf("thread stopped at %#x: stack %v, want %v", th.Registers.PC, names, want)
 					}
 					continue
 				}
-				pc := th.Regs.PC - bias
+				pc := th.Registers.PC - bias
 				f := bin.FindFunc(pc)
 				switch spd := f.SPDelta(pc); {
 				case names[0] == "main.work":
 					leaf++
-				case !fpchain.InFrameRecord(fpchain.Frame{Arch: bin.Arch, PC: pc, HaveRegs: true, SPDelta: spd, SP: th.Regs.SP, FP: th.Regs.FP}):
+				case !fpchain.InFrameRecord(fpchain.Frame{Arch: bin.Arch, PC: pc, HaveRegs: true, SPDelta: spd, SP: th.Registers.SP, FP: th.Registers.FP}):
 					frameless++ // main.worker's prologue or epilogue
 				default:
 					body++
 				}
 			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		}()
 		time.Sleep(time.Millisecond)
 	}
 	t.Logf("threads in a worker: %d in the frameless leaf main.work, %d in main.worker's prologue or epilogue, %d in its body; %d wrong", leaf, frameless, body, bad)
