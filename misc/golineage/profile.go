@@ -526,7 +526,7 @@ func parkedSample(g lineageabi.Goroutine, walk stack.Walk) pprofout.Sample {
 // and the parked stacks walked with no thread stopped. A goroutine that
 // has not run since its last walk is not walked again, and its sample
 // stays the same (lineageabi.Cache.Changes): a tick costs the read of every
-// transition count and work for the goroutines that changed only. A
+// record's change count and work for the goroutines that changed only. A
 // sample is added to the profile, once for all the ticks it was in, when
 // it leaves the set or when sampling ends (flush).
 type wallParked struct {

@@ -96,7 +96,7 @@ type lineageHeader struct {
 	offRecSite, offRecAnc, ancSize, offAncStart, offAncGopc uint32
 	offRecStack                                             uint32 // run time
 	offGM, offMRegion, offGRecord                           uint32
-	_                                                       uint32
+	offRecChanges                                           uint32
 	tlsGOffset                                              int64  // run time
 	textBase                                                uint64 // run time: site offsets are relative to it
 
@@ -165,19 +165,27 @@ type lineageRecord struct {
 	goid       uint64
 	parentGoid uint64
 	lineageCounts
+	// changes is incremented by every status change of the goroutine
+	// (casgstatus, coroswitch), next to the g's own transition counter,
+	// and is never reset: records are 128 bytes apart and belong to one g
+	// for ever, so a reader that wants to know which goroutines changed
+	// since its last read copies these counts, not every g struct.
+	changes uint32
+	nstk    uint16
+	_       uint16
 	// child is what lineageCounts are for every child of this goroutine,
 	// worked out at its first go statement (child.nanc is 0 before): most
 	// goroutines create none, and one that creates many copies it per
-	// child in two moves. Private to the runtime: not in the offset table.
+	// child in one move. Private to the runtime: not in the offset table.
 	child lineageCounts
 	site  lineageAnc
 }
 
+// lineageCounts is what a record inherits from its creator: one 8-byte
+// move. nstk, which a child does not inherit, is kept apart.
 type lineageCounts struct {
 	nanc  uint16
-	nstk  uint16
 	flags uint16
-	_     uint16
 	depth uint32
 }
 
@@ -203,6 +211,7 @@ var lineageABI = lineageHeader{
 	offRecNstk:       uint32(unsafe.Offsetof(lineageRecord{}.nstk)),
 	offRecFlags:      uint32(unsafe.Offsetof(lineageRecord{}.flags)),
 	offRecDepth:      uint32(unsafe.Offsetof(lineageRecord{}.depth)),
+	offRecChanges:    uint32(unsafe.Offsetof(lineageRecord{}.changes)),
 	offRecSite:       uint32(unsafe.Offsetof(lineageRecord{}.site)),
 	offRecAnc:        uint32(unsafe.Sizeof(lineageRecord{})),
 	ancSize:          uint32(unsafe.Sizeof(lineageAnc{})),
@@ -546,7 +555,16 @@ again:
 	r.goid = newg.goid
 	r.parentGoid = callergp.goid
 	r.lineageCounts = p.child
-	r.child.nanc = 0
+	// Clear nstk and the new record's own child counts (its g struct may
+	// have served a goroutine of another depth). Where a misaligned store
+	// is allowed, one store: nstk, the padding, child.nanc and
+	// child.flags are adjacent.
+	if GOARCH == "amd64" || GOARCH == "arm64" {
+		*(*uint64)(unsafe.Pointer(&r.nstk)) = 0
+	} else {
+		r.nstk = 0
+		r.child.nanc = 0
+	}
 	// The site: lineageTextOff of both PCs, checked at once and stored as
 	// one word (start is the low half).
 	base := lineageABI.textBase
@@ -623,6 +641,7 @@ func lineageNewgSlow(newg, callergp *g, callerpc uintptr) {
 			c = lineageCounts{nanc: 1, flags: lineageParentUnknown, depth: 1}
 		}
 		r.lineageCounts = c
+		r.nstk = 0
 		r.child.nanc = 0
 		lineageSeqEnd(&r.seq, s+2)
 	}

@@ -30,12 +30,16 @@
 // The g fields are the runtime's own: the status transition counter is the
 // one the goroutine profile already keeps (gFPProfCache.transitions,
 // incremented by every status change), so a reader can tell when a
-// goroutine changed while it was read, and retry, without a new store on
-// the scheduler's paths.
+// goroutine changed while it was read, and retry. Every status change also
+// increments the record's change count (lineageRecord.changes): a reader
+// that reads again and again (a wall-clock profiler's ticks) copies those,
+// one record apart in the blocks, to find the goroutines that changed,
+// rather than a u32 from every g struct.
 //
 // A walk of the registry is not a snapshot: goroutines start, park, run and
-// exit while it proceeds. Each record is consistent on its own (its seq and
-// its g's transition counter are unchanged across the read); a reader that
+// exit while it proceeds. Each record is consistent on its own (its seq,
+// its change count and its g's transition counter are unchanged across
+// the read); a reader that
 // wants one view of several goroutines stops the process, or reads a core.
 // See doc/lineage-abi.md, section "Registry".
 

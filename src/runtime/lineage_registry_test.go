@@ -494,3 +494,60 @@ func TestLineageRegistryFanOut(t *testing.T) {
 	}
 	t.Logf("%d goroutines, %d on new g structs, %d blocks", n, fresh, len(blocks))
 }
+
+// TestLineageRecordChanges: a record's change count (off_rec_changes)
+// moves with every status change of its goroutine, as its g's transition
+// count does, and stays put while the goroutine stays parked.
+func TestLineageRecordChanges(t *testing.T) {
+	h := needLineage(t)
+	off := uintptr(peek32(h.addr + lineageabi.OffRecChanges))
+	wake, goids := make(chan struct{}), make(chan uint64)
+	defer close(wake)
+	go func() {
+		goids <- runtime.Goid()
+		for range wake {
+		}
+	}()
+	goid := <-goids
+	reg := readLinReg(t, h) // after the go statement: the blocks it took a record from
+	var rec, gp uintptr
+	for _, r := range reg.allRecords(t, h) {
+		if uint64(peek64(r+uintptr(h.cGoid))) == goid {
+			rec, gp = r, uintptr(peek64(r+uintptr(reg.rG)))
+		}
+	}
+	if rec == 0 {
+		t.Fatalf("goroutine %d not in the registry", goid)
+	}
+	// parked waits for the goroutine to park in a channel receive and
+	// returns its counts once they hold still.
+	parked := func() (changes, transitions uint32) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			c, tr := peek32(rec+off), peek32(gp+uintptr(reg.gTrans))
+			g, ok := reg.readG(h, rec)
+			if ok && g.status == 4 && peek32(rec+off) == c && peek32(gp+uintptr(reg.gTrans)) == tr {
+				return c, tr
+			}
+		}
+		t.Fatalf("goroutine %d did not park", goid)
+		return 0, 0
+	}
+	c1, t1 := parked()
+	time.Sleep(10 * time.Millisecond)
+	if c, tr := parked(); c != c1 || tr != t1 {
+		t.Errorf("parked goroutine: changes %d -> %d, transitions %d -> %d, want no change", c1, c, t1, tr)
+	}
+	wake <- struct{}{} // runnable, running, parked again
+	// The goroutine may not have woken yet: wait for the count to move.
+	c2, t2 := parked()
+	for deadline := time.Now().Add(10 * time.Second); c2 == c1 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		c2, t2 = parked()
+	}
+	if c2-c1 < 3 {
+		t.Errorf("goroutine woken and parked again: changes %d -> %d, want at least 3 more", c1, c2)
+	}
+	if c2-c1 != t2-t1 {
+		t.Errorf("changes moved by %d, transitions by %d: want the same", c2-c1, t2-t1)
+	}
+}

@@ -39,8 +39,8 @@ var runtimeLayout = []struct {
 	{"region_size", 64}, {"off_region_seq", 0}, {"off_region_tid", 8}, {"off_region_cur", 16},
 	{"off_region_next", 24}, {"off_region_mid", 32}, {"off_region_state", 40},
 	{"off_rec_seq", 0}, {"off_rec_g", 8}, {"off_rec_goid", 16}, {"off_rec_parent_goid", 24},
-	{"off_rec_nanc", 32}, {"off_rec_nstk", 34}, {"off_rec_flags", 36}, {"off_rec_depth", 40},
-	{"off_rec_site", 56}, {"off_rec_anc", 64}, {"anc_size", 8}, {"off_anc_start", 0}, {"off_anc_gopc", 4},
+	{"off_rec_nanc", 32}, {"off_rec_nstk", 44}, {"off_rec_flags", 34}, {"off_rec_depth", 36},
+	{"off_rec_changes", 40}, {"off_rec_site", 56}, {"off_rec_anc", 64}, {"anc_size", 8}, {"off_anc_start", 0}, {"off_anc_gopc", 4},
 }
 
 // cFieldType is the C type of a header field: its array suffix follows
@@ -58,7 +58,7 @@ func cFieldType(f HeaderField) (typ, suffix string) {
 }
 
 // cFieldNames are the header's field names as C identifiers: the two
-// reserved ranges become reserved0 and reserved1.
+// reserved ranges become reserved0, reserved1 and so on.
 func cFieldNames() []string {
 	var out []string
 	n := 0

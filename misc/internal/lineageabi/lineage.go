@@ -47,9 +47,10 @@ const (
 	OffMaxStack   = 60  // [rt]
 	OffRecordSize = 64  // [rt]
 	OffRegionSize = 68  // region_size
-	OffTable      = 72  // off_region_seq, the first of the u32 run up to off_g_record
+	OffTable      = 72  // off_region_seq, the first of the u32 run up to off_rec_changes
 	OffRecStack   = 148 // [rt] off_rec_stack
-	OffGRecord    = 160 // off_g_record, the run's last entry
+	OffGRecord    = 160 // off_g_record
+	OffRecChanges = 164 // off_rec_changes, the run's last entry (reserved, 0, before it was added)
 	OffTLSGOffset = 168 // [rt] i64
 	OffTextBase   = 176 // [rt] u64
 	OffBlocks     = 184 // [rt] u64
@@ -96,7 +97,7 @@ var HeaderFields = func() []HeaderField {
 		}
 	}
 	u32s(OffRegionSize, tableNames...)
-	fs = append(fs, HeaderField{"reserved", 164, 4, false}, HeaderField{"tls_g_offset", 168, 8, true},
+	fs = append(fs, HeaderField{"tls_g_offset", 168, 8, true},
 		HeaderField{"text_base", 176, 8, true}, HeaderField{"blocks", 184, 8, true},
 		HeaderField{"nblocks", 192, 8, true}, HeaderField{"wait_reasons", 200, 8, true})
 	u32s(OffRegTable, regTableNames...)
@@ -110,7 +111,8 @@ var (
 	tableNames = []string{"region_size", "off_region_seq", "off_region_tid", "off_region_cur", "off_region_next",
 		"off_region_mid", "off_region_state", "off_rec_seq", "off_rec_g", "off_rec_goid", "off_rec_parent_goid",
 		"off_rec_nanc", "off_rec_nstk", "off_rec_flags", "off_rec_depth", "off_rec_site", "off_rec_anc",
-		"anc_size", "off_anc_start", "off_anc_gopc", "off_rec_stack", "off_g_m", "off_m_region", "off_g_record"}
+		"anc_size", "off_anc_start", "off_anc_gopc", "off_rec_stack", "off_g_m", "off_m_region", "off_g_record",
+		"off_rec_changes"}
 	regTableNames = []string{"n_wait_reasons", "string_size", "block_header_size", "off_block_next",
 		"off_block_nrec", "off_block_used", "off_g_goid", "off_g_status", "off_g_transitions", "off_g_waitreason",
 		"off_g_waitsince", "off_g_sched_sp", "off_g_sched_pc", "off_g_sched_bp", "off_g_syscall_sp",
@@ -138,8 +140,13 @@ type Header struct {
 	OffRecNanc, OffRecNstk, OffRecFlags, OffRecDepth, OffRecSite uint32
 	OffRecAnc, AncSize, OffAncStart, OffAncGoPC                  uint32
 	OffRecStack, OffGM, OffMRegion, OffGRecord                   uint32
-	TLSGOffset                                                   int64
-	TextBase                                                     uint64 // site and ancestor offsets are from here
+	// OffRecChanges is the record's change count (u32): incremented by
+	// every status change of the goroutine, like the g's transitions,
+	// but 128 bytes apart from the next goroutine's rather than a g
+	// struct apart, for readers that copy every count (Cache).
+	OffRecChanges uint32
+	TLSGOffset    int64
+	TextBase      uint64 // site and ancestor offsets are from here
 
 	raw []byte // the header's bytes: the registry part is parsed from them
 }
@@ -178,7 +185,7 @@ func ParseHeader(b []byte) (*Header, error) {
 		OffRecSeq: t(7), OffRecG: t(8), OffRecGoid: t(9), OffRecParentGoid: t(10),
 		OffRecNanc: t(11), OffRecNstk: t(12), OffRecFlags: t(13), OffRecDepth: t(14), OffRecSite: t(15), OffRecAnc: t(16),
 		AncSize: t(17), OffAncStart: t(18), OffAncGoPC: t(19),
-		OffRecStack: t(20), OffGM: t(21), OffMRegion: t(22), OffGRecord: t(23),
+		OffRecStack: t(20), OffGM: t(21), OffMRegion: t(22), OffGRecord: t(23), OffRecChanges: t(24),
 		TLSGOffset: int64(le.Uint64(b[OffTLSGOffset:])), TextBase: le.Uint64(b[OffTextBase:]),
 		raw: bytes.Clone(b[:HeaderSize]),
 	}
@@ -218,7 +225,7 @@ func (h *Header) checkDynamic() error {
 		return fmt.Errorf("lineage header: implausible sizes (max_depth %d, max_stack %d, record_size %d)", h.MaxDepth, h.MaxStack, h.RecordSize)
 	}
 	fixed := []struct{ off, size uint32 }{{h.OffRecSeq, 8}, {h.OffRecG, 8}, {h.OffRecGoid, 8}, {h.OffRecParentGoid, 8},
-		{h.OffRecNanc, 2}, {h.OffRecNstk, 2}, {h.OffRecFlags, 2}, {h.OffRecDepth, 4}, {h.OffRecSite, h.AncSize}}
+		{h.OffRecNanc, 2}, {h.OffRecNstk, 2}, {h.OffRecFlags, 2}, {h.OffRecDepth, 4}, {h.OffRecChanges, 4}, {h.OffRecSite, h.AncSize}}
 	for _, f := range fixed {
 		if uint64(f.off)+uint64(f.size) > uint64(h.RecordSize) {
 			return fmt.Errorf("lineage header: record field at %d outside the %d-byte record", f.off, h.RecordSize)

@@ -23,8 +23,8 @@ func v2Header(maxDepth, maxStack uint32) []byte {
 	recSize := 64 + 8*maxDepth + 8*maxStack
 	for off, v := range map[int]uint32{16: Version, 20: HeaderSize, 24: 8, 28: FlagReady | FlagRecords | FlagTLSG, 56: maxDepth, 60: maxStack, 64: recSize, 68: 64,
 		72: 0, 76: 8, 80: 16, 84: 24, 88: 32, 92: 40,
-		96: 0, 100: 8, 104: 16, 108: 24, 112: 32, 116: 34, 120: 36, 124: 40, 128: 56, 132: 64,
-		136: 8, 140: 0, 144: 4, 148: 64 + 8*maxDepth, 152: 48, 156: 400, 160: 500} {
+		96: 0, 100: 8, 104: 16, 108: 24, 112: 32, 116: 44, 120: 34, 124: 36, 128: 56, 132: 64,
+		136: 8, 140: 0, 144: 4, 148: 64 + 8*maxDepth, 152: 48, 156: 400, 160: 500, 164: 40} {
 		le.PutUint32(b[off:], v)
 	}
 	le.PutUint64(b[OffTLSGOffset:], uint64(^uint64(7))) // -8

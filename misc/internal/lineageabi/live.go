@@ -55,14 +55,14 @@ type Visit[T any] func(gs []*Goroutine) []T
 // each batch it reads. Each goroutine is read by the ABI's rule, extended
 // to what visit reads:
 //
-//  1. the record's seq (with the block) and g, then, in a separate read,
-//     the g's transition counter (T1);
+//  1. the record's seq (with the block), g and change count (C1), then,
+//     in a separate read, the g's transition counter (T1);
 //  2. the g's fields and the record, then the sudogs it waits on;
 //  3. visit (its stack);
 //  4. the g's fields again, with the transition counter (T2), and the
-//     record's seq.
+//     record's seq and change count (C2).
 //
-// The goroutine is kept if T1 == T2, seq is unchanged and even, and the
+// The goroutine is kept if T1 == T2, C1 == C2, seq is unchanged and even, and the
 // g's published fields (status, scan bit, saved registers, stack bounds,
 // wait list) are the same in 2 and 4: a goroutine cannot run without a
 // status change, and the GC moves a parked goroutine's stack (shrinking
@@ -80,7 +80,7 @@ func ReadLive[T any](v *View, newVisit func() Visit[T]) ([]Goroutine, []T, LiveS
 	}
 	gs := make([]Goroutine, 0, len(addrs))
 	out := make([]T, 0, len(addrs))
-	err = readLive(v, addrs, newVisit, &st, nil, liveSink[T]{keep: func(g *Goroutine, res T, _ []byte) {
+	err = readLive(v, addrs, newVisit, &st, nil, liveSink[T]{keep: func(g *Goroutine, res T, _ uint32) {
 		gs, out = append(gs, *g), append(out, res)
 	}})
 	st.Goroutines = len(gs)
@@ -103,11 +103,12 @@ type liveReader[T any] struct {
 // A liveSink takes what readLive found, one call at a time.
 type liveSink[T any] struct {
 	// keep takes a goroutine read consistently, with visit's result and
-	// the copy of its g's fields.
-	keep func(g *Goroutine, res T, gbuf []byte)
+	// its record's change count (off_rec_changes), read before anything
+	// else of the goroutine.
+	keep func(g *Goroutine, res T, changes uint32)
 	// free, if not nil, takes a record whose g is free (dead or idle) and
-	// the g's transition count before its status was read.
-	free func(rec, gp uint64, t uint32)
+	// the record's change count before the g's status was read.
+	free func(rec, gp uint64, changes uint32)
 }
 
 // readLive reads the goroutines of the records at addrs, with retries, and
@@ -115,10 +116,10 @@ type liveSink[T any] struct {
 // from one read to the next; each read gives them visits of its own.
 func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *LiveStats, pool *[]*liveReader[T], sink liveSink[T]) error {
 	var mu sync.Mutex
-	locked := liveSink[T]{keep: func(g *Goroutine, res T, gbuf []byte) {
+	locked := liveSink[T]{keep: func(g *Goroutine, res T, changes uint32) {
 		mu.Lock()
 		defer mu.Unlock()
-		sink.keep(g, res, gbuf)
+		sink.keep(g, res, changes)
 	}}
 	if sink.free != nil {
 		locked.free = func(rec, gp uint64, t uint32) {
@@ -217,8 +218,10 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 
 // A Cache keeps, from one read of a process to the next (a profile's
 // ticks), each goroutine's last consistent reading and visit's result,
-// by record. A goroutine whose transition count is the same as when it
-// was read has not run since (it cannot run without a status change), so
+// by record. A goroutine whose change count (its record's, which every
+// status change increments, as it does the g's transition count) is the
+// same as when it was read has not run since (it cannot run without a
+// status change), so
 // its frames are the same: a stack the GC moves or shrinks keeps its
 // frames (the runtime's goroutine profile caches stacks by the same
 // count). Its reading is reused for the cost of reading that count; its
@@ -229,7 +232,7 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 //
 // When the registry hands out no record between two reads (a server's
 // steady state), the second read goes by the plan: the entries in the
-// order of their g's addresses, with each count and result side by side,
+// order of their records' addresses, with each count and result side by side,
 // so that the read of every count is one sorted vectored read and the
 // comparison touches no entry of a goroutine that did not run.
 type Cache[T any] struct {
@@ -244,7 +247,7 @@ type Cache[T any] struct {
 	lastAddrs []uint64
 	complete  bool
 	plan      []*cacheEntry[T]
-	planAt    []uint64 // each entry's g transition counter address
+	planAt    []uint64 // each entry's change count address (in its record)
 	planT     []uint32 // each entry's count when read
 	planRes   []T      // each entry's result (unset for a free g)
 	planFree  []bool
@@ -255,17 +258,17 @@ type Cache[T any] struct {
 	gone, added []T
 
 	// Scratch, reused from read to read.
-	addrs, fresh, known, gps []uint64
-	gs                       []*Goroutine
-	out                      []T
-	ents                     []*cacheEntry[T]
-	at                       []uint64
+	addrs, fresh, known []uint64
+	gs                  []*Goroutine
+	out                 []T
+	ents                []*cacheEntry[T]
+	at                  []uint64
 }
 
 type cacheEntry[T any] struct {
 	g    Goroutine
 	res  T
-	t    uint32 // its transition count when it was read
+	t    uint32 // its record's change count when it was read
 	gen  uint64 // the last read that saw it
 	free bool   // the g was free (dead or idle): nothing to return
 	// res is in the set the last read returned (Changes): set when the
@@ -287,7 +290,7 @@ func (c *Cache[T]) Read(v *View, newVisit func() Visit[T]) ([]*Goroutine, []T, L
 // returns only the results that left the set since the previous Read or
 // Changes (gone: their goroutine ran, ended, or kept changing while read)
 // and those that joined it (added), so that a read of a population that
-// stayed parked costs the copy of the transition counts and nothing per
+// stayed parked costs the copy of the change counts and nothing per
 // goroutine. The set is the results Read would return; a caller applies
 // gone before added. The slices are reused by the next call.
 func (c *Cache[T]) Changes(v *View, newVisit func() Visit[T]) (gone, added []T, st LiveStats, err error) {
@@ -359,8 +362,8 @@ func (c *Cache[T]) readPlanned(v *View, newVisit func() Visit[T], st *LiveStats,
 		c.planShown[i] = !e.free // a goroutine read is shown (below)
 	}
 	err := readLive(v, fresh, newVisit, st, &c.readers, liveSink[T]{
-		keep: func(g *Goroutine, res T, gbuf []byte) {
-			e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
+		keep: func(g *Goroutine, res T, changes uint32) {
+			e := &cacheEntry[T]{g: *g, res: res, t: changes, gen: c.gen}
 			set(g.RecordAddr, e)
 			c.show(e)
 			gs, out = append(gs, &e.g), append(out, res)
@@ -379,19 +382,19 @@ func (c *Cache[T]) readPlanned(v *View, newVisit func() Visit[T], st *LiveStats,
 // records that are gone and makes the plan again.
 func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st *LiveStats) ([]*Goroutine, []T, error) {
 	gs, out := c.gs[:0], c.out[:0]
-	fresh, known, gps := c.fresh[:0], c.known[:0], c.gps[:0]
+	fresh, known := c.fresh[:0], c.known[:0]
 	ents := c.ents[:0]
 	for _, a := range addrs {
 		if e := c.ent[a]; e != nil {
-			known, gps, ents = append(known, a), append(gps, e.g.G), append(ents, e)
+			known, ents = append(known, a), append(ents, e)
 		} else {
 			fresh = append(fresh, a)
 		}
 	}
-	// Each known g's transition count alone.
+	// Each known goroutine's change count alone.
 	at := c.at[:0]
-	for _, gp := range gps {
-		at = append(at, gp+uint64(v.Reg.OffGTransitions))
+	for _, e := range ents {
+		at = append(at, v.countAddr(&e.g))
 	}
 	for i, b := range readMerged(v.mem, at, 4, st, &c.ar) {
 		e := ents[i]
@@ -410,8 +413,8 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 	}
 	c.at = at[:0]
 	err := readLive(v, fresh, newVisit, st, &c.readers, liveSink[T]{
-		keep: func(g *Goroutine, res T, gbuf []byte) {
-			e := &cacheEntry[T]{g: *g, res: res, t: le32(gbuf[v.Reg.OffGTransitions:]), gen: c.gen}
+		keep: func(g *Goroutine, res T, changes uint32) {
+			e := &cacheEntry[T]{g: *g, res: res, t: changes, gen: c.gen}
 			c.ent[g.RecordAddr] = e
 			c.show(e)
 			gs, out = append(gs, &e.g), append(out, res)
@@ -436,7 +439,7 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 		}
 	}
 	clear(ents[:cap(ents)]) // keep no entry alive
-	c.fresh, c.known, c.gps, c.ents = fresh[:0], known[:0], gps[:0], ents[:0]
+	c.fresh, c.known, c.ents = fresh[:0], known[:0], ents[:0]
 	c.makePlan(v, addrs, err == nil)
 	return gs, out, err
 }
@@ -455,7 +458,8 @@ func (c *Cache[T]) hide(e *cacheEntry[T]) {
 	}
 }
 
-// makePlan orders the entries by their g's address for the next Read.
+// makePlan orders the entries by their record's address for the next Read:
+// the counts it reads lie in the registry's blocks, one record apart.
 func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
 	clear(c.plan)
 	var zero T
@@ -464,7 +468,7 @@ func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
 	for _, e := range c.ent {
 		plan = append(plan, e)
 	}
-	slices.SortFunc(plan, func(a, b *cacheEntry[T]) int { return cmp.Compare(a.g.G, b.g.G) })
+	slices.SortFunc(plan, func(a, b *cacheEntry[T]) int { return cmp.Compare(a.g.RecordAddr, b.g.RecordAddr) })
 	c.plan = plan
 	c.planAt, c.planT, c.planRes, c.planFree, c.planShown = c.planAt[:0], c.planT[:0], c.planRes[:0], c.planFree[:0], c.planShown[:0]
 	for _, e := range plan {
@@ -472,7 +476,7 @@ func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
 		if e.free {
 			res = zero
 		}
-		c.planAt = append(c.planAt, e.g.G+uint64(v.Reg.OffGTransitions))
+		c.planAt = append(c.planAt, v.countAddr(&e.g))
 		c.planT, c.planRes, c.planFree = append(c.planT, e.t), append(c.planRes, res), append(c.planFree, e.free)
 		c.planShown = append(c.planShown, e.shown)
 	}
@@ -481,6 +485,16 @@ func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
 }
 
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+
+// countAddr is the address of g's change count: in its record, or, from a
+// runtime that publishes none (off_rec_changes 0, reserved before), the
+// g's transition count, which every status change increments too.
+func (v *View) countAddr(g *Goroutine) uint64 {
+	if v.H.OffRecChanges != 0 {
+		return g.RecordAddr + uint64(v.H.OffRecChanges)
+	}
+	return g.G + uint64(v.Reg.OffGTransitions)
+}
 
 // blockInfo is what a reader keeps of a registry block. A block's next
 // never changes once it is linked (blocks are linked at the head and never
@@ -579,6 +593,7 @@ type liveG struct {
 	rec  uint64 // record address
 	seq  uint64
 	gp   uint64
+	c1   uint32 // the record's change count, read first
 	t1   uint32
 	gbuf []byte // g fields, first read
 	g    Goroutine
@@ -764,7 +779,11 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 			again = append(again, a) // being written
 			continue
 		}
-		ls = append(ls, liveG{rec: a, seq: seq, gp: le.Uint64(b[h.OffRecG:])})
+		l := liveG{rec: a, seq: seq, gp: le.Uint64(b[h.OffRecG:])}
+		if h.OffRecChanges != 0 {
+			l.c1 = le.Uint32(b[h.OffRecChanges:])
+		}
+		ls = append(ls, l)
 	}
 	ar.ls = ls
 	gps, recAddrs := ar.gps[:0], ar.recs[:0]
@@ -777,6 +796,9 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 			return nil, fmt.Errorf("reading g %#x: unreadable", gps[i])
 		}
 		ls[i].t1 = le.Uint32(b[r.OffGTransitions:])
+		if h.OffRecChanges == 0 {
+			ls[i].c1 = ls[i].t1 // no change count in the record (countAddr)
+		}
 	}
 
 	// 2. The g fields and the records, then the wait lists.
@@ -797,7 +819,7 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 		if g.Status == StatusDead || g.Status == StatusIdle {
 			// A free g; if it was reused meanwhile, the next read finds it.
 			if sink.free != nil {
-				sink.free(l.rec, l.gp, l.t1)
+				sink.free(l.rec, l.gp, l.c1)
 			}
 			continue
 		}
@@ -844,6 +866,7 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 	for i, l := range live {
 		g2, rb := gbufs[i], recs[i]
 		if l.bad || g2 == nil || rb == nil || le.Uint64(rb[h.OffRecSeq:]) != l.seq ||
+			(h.OffRecChanges != 0 && le.Uint32(rb[h.OffRecChanges:]) != l.c1) ||
 			le.Uint32(g2[r.OffGTransitions:]) != l.t1 || !r.sameG(l.gbuf, g2) || l.g.Scanning {
 			again = append(again, l.rec)
 			continue
@@ -852,7 +875,7 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 		if res != nil {
 			r = res[i]
 		}
-		sink.keep(&l.g, r, l.gbuf)
+		sink.keep(&l.g, r, l.c1)
 	}
 	return again, nil
 }

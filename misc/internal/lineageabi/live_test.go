@@ -123,9 +123,10 @@ func TestReadLiveRetries(t *testing.T) {
 
 // TestCache: a goroutine that has not run since the last read is not
 // visited again, even if the GC moved its stack (its frames are the same);
-// one that ran is, once: the read after it finds it unchanged again.
+// one that ran is, once: the read after it finds it unchanged again. What
+// tells is the record's change count.
 func TestCache(t *testing.T) {
-	v, _, g := liveImage(t)
+	v, mem, g := liveImage(t)
 	le := binary.LittleEndian
 	var c Cache[int]
 	visits := 0
@@ -133,16 +134,54 @@ func TestCache(t *testing.T) {
 		visits++
 		return make([]int, len(gs))
 	}
-	for i, want := range []int{1, 1, 1, 2, 2} {
+	for i, want := range []int{1, 1, 1, 2, 2, 3} {
 		switch i {
 		case 2:
 			le.PutUint64(g[80:], le.Uint64(g[80:])+0x1000) // the stack moved
 		case 3:
-			le.PutUint32(g[12:], 7) // a park and a wake
+			setCounts(mem.memMap[0x10000], 0, 7) // a park and a wake
+		case 5:
+			// The record's count alone: the cache goes by it.
+			le.PutUint32(mem.memMap[0x10000][0x1000+64+40:], 9)
 		}
 		gs, _, st, err := c.Read(v, func() Visit[int] { return visit })
 		if err != nil || len(gs) != 1 || gs[0].Goid != 5 || st.Torn != 0 {
 			t.Fatalf("read %d: %v, %d goroutines, %+v", i, err, len(gs), st)
+		}
+		if visits != want {
+			t.Errorf("read %d: %d visits, want %d", i, visits, want)
+		}
+	}
+}
+
+// TestCacheNoChangeCount: from a runtime that publishes no change count
+// in its records (off_rec_changes 0), the cache goes by the g's
+// transition count.
+func TestCacheNoChangeCount(t *testing.T) {
+	base, img := registryImage()
+	le := binary.LittleEndian
+	le.PutUint32(img[OffRecChanges:], 0)
+	le.PutUint32(img[0x2000+8:], 4) // waiting, scan bit clear
+	h, err := ParseHeader(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := (&ABI{Addr: base, Static: h}).Load(&vecMem{memMap: memMap{base: img}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Cache[int]
+	visits := 0
+	visit := func(gs []*Goroutine) []int {
+		visits++
+		return make([]int, len(gs))
+	}
+	for i, want := range []int{1, 1, 2} {
+		if i == 2 {
+			le.PutUint32(img[0x2000+12:], 7) // the g's count alone
+		}
+		if gs, _, _, err := c.Read(v, func() Visit[int] { return visit }); err != nil || len(gs) != 1 {
+			t.Fatalf("read %d: %v, %d goroutines", i, err, len(gs))
 		}
 		if visits != want {
 			t.Errorf("read %d: %d visits, want %d", i, visits, want)
@@ -216,7 +255,16 @@ func reuseFreeG(img []byte) {
 	le := binary.LittleEndian
 	le.PutUint32(img[g2+8:], 4) // waiting
 	img[g2+16] = 1              // chan receive
-	le.PutUint32(img[g2+12:], le.Uint32(img[g2+12:])+1)
+	setCounts(img, 1, le.Uint32(img[g2+12:])+1)
+}
+
+// setCounts sets the transition count of the g of liveImage's record i
+// (0: goroutine 5, 1: goroutine 6) and its record's change count, as a
+// status change does.
+func setCounts(img []byte, i int, n uint32) {
+	le := binary.LittleEndian
+	le.PutUint32(img[0x2000+0x100*i+12:], n)
+	le.PutUint32(img[0x1000+64+88*i+40:], n)
 }
 
 // cacheRead reads v through c and returns the goids it found, sorted.
@@ -260,9 +308,9 @@ func TestCacheChanges(t *testing.T) {
 	}{
 		{func() {}, nil, []int{501}},
 		{func() {}, nil, nil},
-		{func() { le.PutUint32(g[12:], 7) }, []int{501}, []int{502}}, // a park and a wake
+		{func() { setCounts(img, 0, 7) }, []int{501}, []int{502}}, // a park and a wake
 		{func() { reuseFreeG(img) }, nil, []int{603}},
-		{func() { le.PutUint32(g[8:], 6); le.PutUint32(g[12:], 8) }, []int{502}, nil}, // dead
+		{func() { le.PutUint32(g[8:], 6); setCounts(img, 0, 8) }, []int{502}, nil}, // dead
 		{func() {}, nil, nil},
 	} {
 		step.change()

@@ -128,8 +128,8 @@
 #define GOLINEAGE_HDR_SIZE_OFF_M_REGION 4
 #define GOLINEAGE_HDR_OFF_OFF_G_RECORD 160
 #define GOLINEAGE_HDR_SIZE_OFF_G_RECORD 4
-#define GOLINEAGE_HDR_OFF_RESERVED0 164
-#define GOLINEAGE_HDR_SIZE_RESERVED0 4
+#define GOLINEAGE_HDR_OFF_OFF_REC_CHANGES 164
+#define GOLINEAGE_HDR_SIZE_OFF_REC_CHANGES 4
 #define GOLINEAGE_HDR_OFF_TLS_G_OFFSET 168 /* [rt] */
 #define GOLINEAGE_HDR_SIZE_TLS_G_OFFSET 8
 #define GOLINEAGE_HDR_OFF_TEXT_BASE 176 /* [rt] */
@@ -202,8 +202,8 @@
 #define GOLINEAGE_HDR_SIZE_OFF_LABEL_KEY 4
 #define GOLINEAGE_HDR_OFF_OFF_LABEL_VALUE 340
 #define GOLINEAGE_HDR_SIZE_OFF_LABEL_VALUE 4
-#define GOLINEAGE_HDR_OFF_RESERVED1 344
-#define GOLINEAGE_HDR_SIZE_RESERVED1 32
+#define GOLINEAGE_HDR_OFF_RESERVED0 344
+#define GOLINEAGE_HDR_SIZE_RESERVED0 32
 
 /* Header flags (flags, [rt]). */
 #define GOLINEAGE_FLAG_READY 0x1
@@ -253,9 +253,10 @@
 #define GOLINEAGE_DEFAULT_OFF_REC_GOID 16
 #define GOLINEAGE_DEFAULT_OFF_REC_PARENT_GOID 24
 #define GOLINEAGE_DEFAULT_OFF_REC_NANC 32
-#define GOLINEAGE_DEFAULT_OFF_REC_NSTK 34
-#define GOLINEAGE_DEFAULT_OFF_REC_FLAGS 36
-#define GOLINEAGE_DEFAULT_OFF_REC_DEPTH 40
+#define GOLINEAGE_DEFAULT_OFF_REC_NSTK 44
+#define GOLINEAGE_DEFAULT_OFF_REC_FLAGS 34
+#define GOLINEAGE_DEFAULT_OFF_REC_DEPTH 36
+#define GOLINEAGE_DEFAULT_OFF_REC_CHANGES 40
 #define GOLINEAGE_DEFAULT_OFF_REC_SITE 56
 #define GOLINEAGE_DEFAULT_OFF_REC_ANC 64
 #define GOLINEAGE_DEFAULT_ANC_SIZE 8
@@ -302,7 +303,7 @@ struct golineage_header {
 	uint32_t off_g_m;
 	uint32_t off_m_region;
 	uint32_t off_g_record;
-	uint32_t reserved0;
+	uint32_t off_rec_changes;
 	int64_t tls_g_offset; /* [rt] */
 	uint64_t text_base; /* [rt] */
 	uint64_t blocks; /* [rt] */
@@ -339,7 +340,7 @@ struct golineage_header {
 	uint32_t label_size;
 	uint32_t off_label_key;
 	uint32_t off_label_value;
-	uint8_t reserved1[32];
+	uint8_t reserved0[32];
 } __attribute__((packed, aligned(8)));
 
 /* A site or ancestor entry, as laid out today (anc_size, off_anc_start and
@@ -420,8 +421,8 @@ GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, off_m_region
 GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->off_m_region) == GOLINEAGE_HDR_SIZE_OFF_M_REGION, "off_m_region size");
 GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, off_g_record) == GOLINEAGE_HDR_OFF_OFF_G_RECORD, "off_g_record");
 GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->off_g_record) == GOLINEAGE_HDR_SIZE_OFF_G_RECORD, "off_g_record size");
-GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, reserved0) == GOLINEAGE_HDR_OFF_RESERVED0, "reserved0");
-GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->reserved0) == GOLINEAGE_HDR_SIZE_RESERVED0, "reserved0 size");
+GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, off_rec_changes) == GOLINEAGE_HDR_OFF_OFF_REC_CHANGES, "off_rec_changes");
+GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->off_rec_changes) == GOLINEAGE_HDR_SIZE_OFF_REC_CHANGES, "off_rec_changes size");
 GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, tls_g_offset) == GOLINEAGE_HDR_OFF_TLS_G_OFFSET, "tls_g_offset");
 GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->tls_g_offset) == GOLINEAGE_HDR_SIZE_TLS_G_OFFSET, "tls_g_offset size");
 GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, text_base) == GOLINEAGE_HDR_OFF_TEXT_BASE, "text_base");
@@ -494,8 +495,8 @@ GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, off_label_ke
 GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->off_label_key) == GOLINEAGE_HDR_SIZE_OFF_LABEL_KEY, "off_label_key size");
 GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, off_label_value) == GOLINEAGE_HDR_OFF_OFF_LABEL_VALUE, "off_label_value");
 GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->off_label_value) == GOLINEAGE_HDR_SIZE_OFF_LABEL_VALUE, "off_label_value size");
-GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, reserved1) == GOLINEAGE_HDR_OFF_RESERVED1, "reserved1");
-GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->reserved1) == GOLINEAGE_HDR_SIZE_RESERVED1, "reserved1 size");
+GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_header, reserved0) == GOLINEAGE_HDR_OFF_RESERVED0, "reserved0");
+GOLINEAGE_STATIC_ASSERT(sizeof(((struct golineage_header *)0)->reserved0) == GOLINEAGE_HDR_SIZE_RESERVED0, "reserved0 size");
 GOLINEAGE_STATIC_ASSERT(sizeof(struct golineage_site) == GOLINEAGE_DEFAULT_ANC_SIZE, "golineage_site size");
 GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_site, start) == GOLINEAGE_DEFAULT_OFF_ANC_START, "site start");
 GOLINEAGE_STATIC_ASSERT(__builtin_offsetof(struct golineage_site, gopc) == GOLINEAGE_DEFAULT_OFF_ANC_GOPC, "site gopc");

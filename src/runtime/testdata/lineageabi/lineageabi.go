@@ -62,6 +62,7 @@ const (
 	OffGM            = 152
 	OffMRegion       = 156
 	OffGRecord       = 160
+	OffRecChanges    = 164
 	OffTLSG          = 168 // rt, i64
 	OffTextBase      = 176 // rt, u64
 	OffBlocks        = 184 // rt, u64
