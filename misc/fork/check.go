@@ -19,7 +19,8 @@ var (
 )
 
 // check verifies the rule on the fork's own files (owned.go): no patch's diff changes a new
-// file of the series, and src/ holds each new file as the last commit does. Then it applies
+// file of the series, and src/ holds each new file as the last commit does; and the rule on
+// tests (testrule.go): a patch that changes code changes a test of it. Then it applies
 // the series into a scratch repository, extracts it, compares the result with the
 // repository byte for byte, and (build) builds every commit after "upstream" and
 // type-checks the tests of the packages each commit touches.
@@ -29,6 +30,9 @@ func (f *fork) check(stdout io.Writer, build, keep bool) error {
 		return err
 	}
 	if err := checkOwnedFiles(f.top, in.series); err != nil {
+		return err
+	}
+	if err := checkPatchTests(f.top, in.series); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp("", "fork-check-")
@@ -69,6 +73,7 @@ func (f *fork) check(stdout io.Writer, build, keep bool) error {
 		return fmt.Errorf("check: apply then extract differs from the repository in %s%s (a patch or the series edited by hand? redo the change in goroot/ and ./fork extract)", strings.Join(first(d, 3), ", "), more(d, 3))
 	}
 	fmt.Fprintf(stdout, "fork: check: no patch changes a new file of the series; src/ holds what the last commit holds\n")
+	fmt.Fprintf(stdout, "fork: check: each patch that changes code changes a test of it or says why not (Tests: none)\n")
 	fmt.Fprintf(stdout, "fork: check: apply then extract reproduces patches/, src/ and VERSION (%d patches)\n", len(in.series))
 	if !build {
 		return nil

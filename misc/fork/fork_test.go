@@ -149,9 +149,9 @@ func (e *env) edit() {
 // editFirst3 makes edit's first three commits, patch 2 adding lineage.go with content.
 func (e *env) editFirst3(lineage string) {
 	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() {}\n")
-	e.commit("runtime: make a call b\n\nBecause the test says so.")
+	e.commit("runtime: make a call b\n\nBecause the test says so.\n\nTests: none (a fake series)")
 	e.write(e.work, "src/runtime/lineage.go", lineage)
-	e.commit("runtime: add lineage.go")
+	e.commit("runtime: add lineage.go\n\nTests: none (a fake series)")
 	e.write(e.work, "src/runtime/asm_amd64.s", "TEXT ·a(SB),0,$0\n\tMOVQ $0, BP\n\tRET\n")
 	e.write(e.work, "src/runtime/lineage_test.go", "package runtime\n")
 	e.commit("runtime: clear BP in a, with a test")
@@ -196,10 +196,10 @@ src/runtime/lineage_test.go`
 		t.Errorf("src/runtime/lineage.go = %q, want the content of the commit that added it", got)
 	}
 	p1 := snap["patches/0001-runtime-make-a-call-b.patch"]
-	if !strings.HasPrefix(p1, "Subject: runtime: make a call b\n\nBecause the test says so.\n---\ndiff --git a/src/runtime/proc.go") {
+	if !strings.HasPrefix(p1, "Subject: runtime: make a call b\n\nBecause the test says so.\n\nTests: none (a fake series)\n---\ndiff --git a/src/runtime/proc.go") {
 		t.Errorf("patch 1 does not start with its message and diff:\n%s", p1)
 	}
-	if p2 := snap["patches/0002-runtime-add-lineage-go.patch"]; p2 != "Subject: runtime: add lineage.go\n---\n" {
+	if p2 := snap["patches/0002-runtime-add-lineage-go.patch"]; p2 != "Subject: runtime: add lineage.go\n\nTests: none (a fake series)\n---\n" {
 		t.Errorf("patch 2 (new file only) = %q, want a message and no diff", p2)
 	}
 	p3 := snap["patches/0003-runtime-clear-bp-in-a-with-a-test.patch"]
@@ -329,6 +329,69 @@ func TestCheckOwnedFiles(t *testing.T) {
 			t.Errorf("check of a series whose src/ is stale: %v", err)
 		}
 	})
+}
+
+// TestCheckPatchTests plants patches that change code with and without a test of it: a
+// test file or a testdata/ file of the package counts, a test of another package does not,
+// and a "Tests: none (reason)" line in the message stands for the test.
+func TestCheckPatchTests(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.upstream, "src/cmd/x/x.go", "package main\n\nfunc main() {}\n")
+	e.write(e.upstream, "src/runtime/cgo/gcc.c", "int x;\n")
+	e.mustFork("apply")
+	// With tests: a _test.go file, a testdata/ file, a new file with its test.
+	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() {}\n")
+	e.write(e.work, "src/runtime/proc_test.go", "package runtime\n")
+	e.commit("runtime: make a call b, with a test")
+	e.write(e.work, "src/runtime/asm_amd64.s", "TEXT ·a(SB),0,$0\n\tMOVQ $0, BP\n\tRET\n")
+	e.write(e.work, "src/runtime/testdata/testprog/bp.go", "package main\n")
+	e.commit("runtime: clear BP in a, with a test program")
+	// Documentation and files outside src/ are not code.
+	e.write(e.work, "go.env", "GOTOOLCHAIN=local\n")
+	e.write(e.work, "src/runtime/HACKING.md", "notes\n")
+	e.commit("go.env: local")
+	// Without: a test of another package, a C file, an empty reason.
+	e.write(e.work, "src/cmd/x/x.go", "package main\n\nfunc main() { println() }\n")
+	e.write(e.work, "src/runtime/x_test.go", "package runtime\n")
+	e.commit("cmd/x: print a line, with a test of another package")
+	e.write(e.work, "src/runtime/cgo/gcc.c", "int x = 1;\n")
+	e.commit("runtime/cgo: set x\n\nTests: none ()")
+	e.write(e.work, "src/runtime/lineage.go", "package runtime\n")
+	e.write(e.work, "src/runtime/lineage_amd64.s", "\n")
+	e.commit("runtime: add lineage.go\n\nTests: none")
+	// Why not, said.
+	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() { println() }\n")
+	e.commit("runtime: make b print\n\nTests: none (printing is\nchecked by hand)")
+	e.mustFork("extract")
+	_, err := e.fork("check", "-nobuild")
+	if !errors.Is(err, errNoTest) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("check: %v; want one line wrapping errNoTest", err)
+	}
+	for _, want := range []string{
+		"patches/0004-cmd-x-print-a-line-with-a-test-of-another-package.patch changes src/cmd/x/x.go but no test of cmd/x",
+		"patches/0005-runtime-cgo-set-x.patch changes src/runtime/cgo/gcc.c but no test of runtime/cgo",
+		"patches/0006-runtime-add-lineage-go.patch changes src/runtime/lineage.go and 1 more but no test of runtime",
+		"Tests: none (reason)",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("check error lacks %q:\n%v", want, err)
+		}
+	}
+	for _, unwanted := range []string{"0001", "0002", "0003", "0007", "more;"} {
+		if strings.Contains(err.Error(), unwanted) {
+			t.Errorf("check error names %q:\n%v", unwanted, err)
+		}
+	}
+	// Tested or said why, the series passes.
+	e.git("reset", "-q", "--hard", "HEAD~4")
+	e.write(e.work, "src/runtime/cgo/gcc.c", "int x = 1;\n")
+	e.write(e.work, "src/runtime/cgo/testdata/x.c", "int y;\n")
+	e.commit("runtime/cgo: set x, with a test program")
+	e.mustFork("extract")
+	out := e.mustFork("check", "-nobuild")
+	if !strings.Contains(out, "each patch that changes code changes a test of it") {
+		t.Errorf("check output lacks the test rule's line:\n%s", out)
+	}
 }
 
 func TestDiffFiles(t *testing.T) {
@@ -587,18 +650,18 @@ func TestCheckBuildsEachCommit(t *testing.T) {
 	checkStdPkgs, checkCmdPkgs = []string{"container/ring"}, []string{"cmd/internal/objabi"}
 	e.mustFork("apply")
 	e.write(e.work, "src/container/ring/forkcheck.go", "package ring\n\nfunc forkCheck() int { return 1 }\n")
-	e.commit("container/ring: add forkCheck")
+	e.commit("container/ring: add forkCheck\n\nTests: none (the check builds it)")
 	// A later patch may change upstream files only (not forkcheck.go,
 	// which the first one introduces): it breaks ring.go, the next mends it.
 	// (container/ring, which no package imports: a change to it recompiles
 	// nothing else, and go vet compiles its tests' imports once.)
 	orig := e.read(e.work, "src/container/ring/ring.go")
 	e.write(e.work, "src/container/ring/ring.go", orig+"\nfunc forkBroken() int { return 1 \n")
-	e.commit("container/ring: break forkCheck")
+	e.commit("container/ring: break forkCheck\n\nTests: none (the check builds it)")
 	e.write(e.work, "src/container/ring/ring.go", orig+"\nfunc forkMended() int { return forkCheck() }\n")
-	e.commit("container/ring: mend forkCheck")
+	e.commit("container/ring: mend forkCheck\n\nTests: none (the check builds it)")
 	e.write(e.work, "src/cmd/internal/objabi/forkcheck.go", "package objabi\n\nvar forkCheck = undefinedName\n")
-	e.commit("cmd/internal/objabi: refer to a name that does not exist")
+	e.commit("cmd/internal/objabi: refer to a name that does not exist\n\nTests: none (the check builds it)")
 	// A test that does not compile fails its commit although the package builds.
 	e.write(e.work, "src/container/ring/forkcheck_test.go", "package ring\n\nvar _ = forkCheck(\"one argument too many\")\n")
 	e.commit("container/ring: test forkCheck")
