@@ -44,6 +44,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -98,8 +99,8 @@ func init() {
 const exitStatus = `Exit status: 0 success; 1 failure (including a damaged core, after
 what it still holds is printed and one line counting what was skipped);
 2 bad usage; 130 interrupted (SIGINT, SIGTERM or SIGHUP: every thread is
-detached at once, the target runs again, and a profile writes what was
-sampled); 141 standard output closed early (a broken pipe, as in
+detached at once, the target runs again, ps, tree, waits and stacks print
+nothing, and a profile writes what was sampled); 141 standard output closed early (a broken pipe, as in
 "golineage ps PID | head": the output stops quietly).
 `
 
@@ -196,6 +197,14 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError{cmd: c.name, msg: fmt.Sprintf("%s: %v", c.name, err)}
 	}
 	inv := &invocation{ctx: ctx, name: c.name, args: operands, stdin: stdin, stdout: stdout, stderr: stderr}
+	// A read's output is all or nothing: it goes out once the read is
+	// over, so a signal during the read prints nothing, and one that
+	// comes while the output is written no longer interrupts it.
+	var out *bytes.Buffer
+	if readCommands[c.name] {
+		out = new(bytes.Buffer)
+		inv.stdout = out
+	}
 	err = cmdRun(inv)
 	if ue, ok := err.(usageError); ok && ue.cmd == "" {
 		ue.cmd = c.name // e.g. parsePID's: the usage to see is c's
@@ -204,8 +213,19 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		return errInterrupted
 	}
+	if out != nil && out.Len() > 0 {
+		// Also after an error: a damaged core's output comes before
+		// the line that counts what was skipped.
+		if _, werr := stdout.Write(out.Bytes()); werr != nil && err == nil {
+			err = werr
+		}
+	}
 	return err
 }
+
+// readCommands are the commands whose output is one read of a target,
+// written once the read is over (runContext).
+var readCommands = map[string]bool{"stacks": true, "ps": true, "tree": true, "waits": true}
 
 func lookup(name string) *command {
 	for _, c := range commands {
