@@ -524,9 +524,10 @@ func parkedSample(g lineageabi.Goroutine, walk stack.Walk) pprofout.Sample {
 // wallParked counts, tick after tick, the parked goroutines of a
 // wall-clock profile of a process that keeps running: the registry is read
 // and the parked stacks walked with no thread stopped. A goroutine that
-// has not run since its last walk is not walked again, and its sample
-// stays the same (lineageabi.Cache.Changes): a tick costs the read of every
-// record's change count and work for the goroutines that changed only. A
+// was parked at its last walk and has not run since is not walked again,
+// and its sample stays the same (lineageabi.Cache.Changes): a tick costs
+// the read of every record's change count and work for the goroutines that
+// ran, or were not parked, only. A
 // sample is added to the profile, once for all the ticks it was in, when
 // it leaves the set or when sampling ends (flush).
 type wallParked struct {

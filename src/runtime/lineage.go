@@ -139,7 +139,7 @@ type lineageRegion struct {
 	_     uint32
 	free  *lineageRegion // runtime-private free list link
 	_     [8 - goarch.PtrSize]byte
-	blk   uint64 // runtime-private: *lineageBlock this M hands records out from
+	blk   uint64 // runtime-private: *lineageBlock this M hands records out from, or lineageNoBlock
 }
 
 // lineageAnc is one goroutine's site: its start PC and the PC of the go
@@ -165,11 +165,16 @@ type lineageRecord struct {
 	goid       uint64
 	parentGoid uint64
 	lineageCounts
-	// changes is incremented by every status change of the goroutine
-	// (casgstatus, coroswitch), next to the g's own transition counter,
-	// and is never reset: records are 128 bytes apart and belong to one g
-	// for ever, so a reader that wants to know which goroutines changed
-	// since its last read copies these counts, not every g struct.
+	// changes is incremented each time the goroutine starts running
+	// (execute, lineageRunning), each time its g struct starts a new
+	// goroutine (lineageNewg) and when an extra M's goroutine enters a
+	// callback (lineageActivate), and is never reset: records are 128
+	// bytes apart and belong to one g for ever, so a reader that wants to
+	// know which goroutines ran since its last read copies these counts,
+	// not every g struct. It is not bumped by the other status changes
+	// (six per channel round trip): a goroutine read while parked keeps
+	// its stack until it runs, and one read in any other state is read
+	// again (doc/lineage-abi.md, "changes").
 	changes uint32
 	nstk    uint16
 	_       uint16
@@ -285,7 +290,7 @@ var (
 	lineageFreeList *lineageRegion
 	lineageMode     uint32 // lineageModeOff, Records or Stacks, fixed at startup
 	lineageNoStacks bool   // lineageMode != lineageModeStacks
-	lineageCopy8    bool   // lineageDepth >= 8: lineageNewg copies 8 ancestors unrolled
+	lineageCopy8    bool   // lineageDepth == 8: lineageNewg copies 8 ancestors unrolled
 	lineageDepth    uint32 // copy of GODEBUG lineage, fixed at startup
 	lineageStack    uint32 // copy of GODEBUG lineagestack, fixed at startup
 	lineageRecSize  uintptr
@@ -322,7 +327,7 @@ func lineageinit() {
 		lineageMode = lineageModeStacks
 	}
 	lineageNoStacks = lineageMode != lineageModeStacks
-	lineageCopy8 = lineageDepth >= 8
+	lineageCopy8 = lineageDepth == 8
 	if d > 0 {
 		lineageRegistryInit(h)
 		flags |= lineageRegistry
@@ -384,6 +389,7 @@ func lineageNewRegion(mp *m) {
 		r.free = nil
 	} else {
 		r = (*lineageRegion)(lineageLowAlloc(unsafe.Sizeof(lineageRegion{}), 64))
+		r.blk = uint64(uintptr(unsafe.Pointer(&lineageNoBlock)))
 		r.next = lineageABI.regions
 		// nregions first, as for blocks (lineageNewBlock): a reader
 		// that reads the head and then the count never finds more
@@ -409,8 +415,11 @@ func lineageActivate(mp *m, state uint32) {
 	r.mid = uint64(mp.id)
 	r.state = state
 	var cur uint64
-	if mp.curg != nil {
-		cur = uint64(uintptr(unsafe.Pointer(mp.curg.lineage)))
+	if gp := mp.curg; gp != nil {
+		// An extra M's goroutine leaving _Gdeadextra for a callback
+		// (needm): readers found it free.
+		cur = uint64(uintptr(unsafe.Pointer(gp.lineage)))
+		lineageRunning(gp)
 	}
 	r.cur = cur
 	lineageStoreSeq(&r.seq, s+2)
@@ -480,6 +489,24 @@ func (r *lineageRecord) stack() *[lineageMaxLimit]uint64 {
 	return (*[lineageMaxLimit]uint64)(add(unsafe.Pointer(r), uintptr(lineageABI.offRecStack)))
 }
 
+// lineageRunning tells lineage readers that gp has just entered _Grunning
+// from _Gwaiting: called after the status change by every path that does
+// so (coroswitch, and the runtime's own short waits that go back to
+// _Grunning without the scheduler, such as a GC assist or stopping the
+// world). execute does the same from _Grunnable, written out and before
+// its status change: readers keep a reading only of a goroutine they
+// found waiting (or free), so the count may move while the goroutine is
+// still runnable, but not after it left _Gwaiting and before it runs. A
+// goroutine that leaves _Gsyscall for _Grunning (exitsyscall) was not
+// parked: readers read a goroutine found in a syscall again each time.
+//
+//go:nosplit
+func lineageRunning(gp *g) {
+	if r := gp.lineage; r != nil {
+		r.changes++
+	}
+}
+
 // lineageExtraG gives an extra M's callback goroutine its record.
 func lineageExtraG(gp *g) {
 	if lineageDepth == 0 {
@@ -503,35 +530,14 @@ func lineageExtraG(gp *g) {
 // parent's own site and its first ancestors' sites, copied two 8-byte
 // entries (one 16-byte move) at a time.
 //
+// With lineage off no goroutine has a record, so the mode is checked only
+// where the creator has none.
+//
 //go:nosplit
 func lineageNewg(newg, callergp *g, callerpc uintptr) bool {
-	if lineageMode == lineageModeOff {
-		return true
-	}
-again:
-	r := newg.lineage
-	if r == nil {
-		// A g struct that never ran a goroutine (a burst of go
-		// statements started before any of them runs): take the next
-		// record of the M's block, as lineageAllocRecord does, and
-		// start over as for a reused g struct. (Going back rather
-		// than on keeps the reused g struct's path free of register
-		// moves.) lineageNewgSlow links a new block when this one is
-		// full.
-		b := (*lineageBlock)(unsafe.Pointer(uintptr(getg().m.lineage.blk)))
-		if b == nil || b.used == b.nrec {
-			return false
-		}
-		used := b.used
-		r = (*lineageRecord)(unsafe.Add(unsafe.Pointer(b), unsafe.Sizeof(lineageBlock{})+uintptr(used)*lineageRecSize))
-		r.g = uint64(uintptr(unsafe.Pointer(newg)))
-		lineageStoreUsed(&b.used, used+1)
-		newg.lineage = r
-		goto again
-	}
 	p := callergp.lineage
 	if p == nil {
-		return false
+		return lineageMode == lineageModeOff
 	}
 	if p.child.nanc == 0 {
 		// Every child has its creator as anc[0], so worked-out
@@ -550,46 +556,86 @@ again:
 		p.child.flags = flags
 		p.child.nanc = nanc
 	}
-	s := r.seq
-	lineageSeqBegin(&r.seq, s)
+	r := newg.lineage
+	if r != nil {
+		// On amd64 the sequence's two stores are written out, each
+		// one add to memory (lineageSeqBegin's plain store, without
+		// an instruction for its inline mark).
+		if GOARCH == "amd64" {
+			r.seq++
+		} else {
+			lineageSeqBegin(&r.seq, r.seq)
+		}
+		// A new goroutine in a g struct a reader may have read free.
+		r.changes++
+		// Clear nstk and the record's own child counts (its g struct
+		// may have served a goroutine of another depth). Where a
+		// misaligned store is allowed, one store: nstk, the padding,
+		// child.nanc and child.flags are adjacent.
+		if GOARCH == "amd64" || GOARCH == "arm64" {
+			*(*uint64)(unsafe.Pointer(&r.nstk)) = 0
+		} else {
+			r.nstk = 0
+			r.child.nanc = 0
+		}
+	} else {
+		// A g struct that never ran a goroutine (a burst of go
+		// statements started before any of them runs): take the next
+		// record of the M's block, as lineageAllocRecord does, and
+		// hand it out already odd (a reader retries it as any record
+		// being written). Its nstk and own child counts are zero, as
+		// the block was allocated. lineageNewgSlow links a new block
+		// when this one is full (or the M has none yet:
+		// lineageNoBlock).
+		b := (*lineageBlock)(unsafe.Pointer(uintptr(getg().m.lineage.blk)))
+		used := b.used
+		if used == b.nrec {
+			return false
+		}
+		r = (*lineageRecord)(unsafe.Add(unsafe.Pointer(b), uintptr(used)*lineageRecSize+unsafe.Sizeof(lineageBlock{})))
+		r.g = uint64(uintptr(unsafe.Pointer(newg)))
+		r.seq = 1
+		lineageStoreUsed(&b.used, used+1)
+		newg.lineage = r
+	}
 	r.goid = newg.goid
 	r.parentGoid = callergp.goid
 	r.lineageCounts = p.child
-	// Clear nstk and the new record's own child counts (its g struct may
-	// have served a goroutine of another depth). Where a misaligned store
-	// is allowed, one store: nstk, the padding, child.nanc and
-	// child.flags are adjacent.
-	if GOARCH == "amd64" || GOARCH == "arm64" {
-		*(*uint64)(unsafe.Pointer(&r.nstk)) = 0
-	} else {
-		r.nstk = 0
-		r.child.nanc = 0
-	}
-	// The site: lineageTextOff of both PCs, checked at once and stored as
-	// one word (start is the low half).
+	// The site: lineageTextOff of both PCs, stored and then checked at
+	// once (a PC out of reach is rare).
 	base := lineageABI.textBase
 	start, gopc := uint64(newg.startpc)-base, uint64(callerpc)-base
+	r.site.start = uint32(start)
+	r.site.gopc = uint32(gopc)
 	if (start|gopc)>>32 != 0 {
-		// Out of reach (lineageTextOff): unknown, 0.
-		if start>>32 != 0 {
-			start = 0
-		}
+		// Out of reach (lineageTextOff): unknown, 0. (From gopc
+		// rather than callerpc, which would be kept in a register.)
 		if gopc>>32 != 0 {
 			gopc = 0
 		}
+		r.site = lineageAnc{lineageTextOff(newg.startpc), uint32(gopc)}
 	}
-	*(*uint64)(unsafe.Pointer(&r.site)) = start | gopc<<32
-	nanc := r.nanc
 	// unsafe.Add rather than add, whose inline marks would cost an
 	// instruction each.
 	d := unsafe.Add(unsafe.Pointer(r), unsafe.Sizeof(lineageRecord{}))
 	src := unsafe.Pointer(&p.site)
-	if nanc > 8 || !lineageCopy8 {
+	if lineageCopy8 {
+		// The default depth: eight entries in four 16-byte moves, with
+		// no loop, whatever nanc is. Entries from nanc on are the
+		// parent's stale ones, which readers do not read (they are
+		// within both records: depth 8).
+		*(*[2]uint64)(d) = *(*[2]uint64)(src)
+		*(*[2]uint64)(unsafe.Add(d, 16)) = *(*[2]uint64)(unsafe.Add(src, 16))
+		*(*[2]uint64)(unsafe.Add(d, 32)) = *(*[2]uint64)(unsafe.Add(src, 32))
+		*(*[2]uint64)(unsafe.Add(d, 48)) = *(*[2]uint64)(unsafe.Add(src, 48))
+	} else {
+		// Other depths: one 16-byte move per two entries (an array
+		// copy would move 8 bytes at a time or call memmove), an
+		// 8-byte one for an odd entry.
+		nanc := r.nanc
 		const pair = 2 * unsafe.Sizeof(lineageAnc{})
 		end := unsafe.Add(d, uintptr(nanc/2)*pair)
 		for d != end {
-			// (16-byte moves: an array copy would move 8 bytes at
-			// a time or call memmove.)
 			*(*[2]uint64)(d) = *(*[2]uint64)(src)
 			d = unsafe.Add(d, pair)
 			src = unsafe.Add(src, pair)
@@ -597,17 +643,12 @@ again:
 		if nanc&1 != 0 {
 			*(*uint64)(d) = *(*uint64)(src)
 		}
-	} else {
-		// The default depth: eight entries in four 16-byte moves, with
-		// no loop, whatever nanc is. Entries from nanc on are the
-		// parent's stale ones, which readers do not read (they are
-		// within both records: depth >= 8).
-		*(*[2]uint64)(d) = *(*[2]uint64)(src)
-		*(*[2]uint64)(unsafe.Add(d, 16)) = *(*[2]uint64)(unsafe.Add(src, 16))
-		*(*[2]uint64)(unsafe.Add(d, 32)) = *(*[2]uint64)(unsafe.Add(src, 32))
-		*(*[2]uint64)(unsafe.Add(d, 48)) = *(*[2]uint64)(unsafe.Add(src, 48))
 	}
-	lineageSeqEnd(&r.seq, s+2)
+	if GOARCH == "amd64" {
+		r.seq++
+	} else {
+		lineageSeqEnd(&r.seq, r.seq+1)
+	}
 	return lineageNoStacks
 }
 
@@ -643,6 +684,7 @@ func lineageNewgSlow(newg, callergp *g, callerpc uintptr) {
 		r.lineageCounts = c
 		r.nstk = 0
 		r.child.nanc = 0
+		r.changes++ // a new goroutine, as in lineageNewg
 		lineageSeqEnd(&r.seq, s+2)
 	}
 	// A creator with goid 0 runs on a system stack whose outermost frame

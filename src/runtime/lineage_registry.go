@@ -30,11 +30,12 @@
 // The g fields are the runtime's own: the status transition counter is the
 // one the goroutine profile already keeps (gFPProfCache.transitions,
 // incremented by every status change), so a reader can tell when a
-// goroutine changed while it was read, and retry. Every status change also
-// increments the record's change count (lineageRecord.changes): a reader
-// that reads again and again (a wall-clock profiler's ticks) copies those,
-// one record apart in the blocks, to find the goroutines that changed,
-// rather than a u32 from every g struct.
+// goroutine changed while it was read, and retry. Each start of running
+// (and each new goroutine in a reused g struct) also increments the
+// record's change count (lineageRecord.changes): a reader that reads again
+// and again (a wall-clock profiler's ticks) copies those, one record apart
+// in the blocks, to find the parked goroutines that ran since, rather than
+// a u32 from every g struct.
 //
 // A walk of the registry is not a snapshot: goroutines start, park, run and
 // exit while it proceeds. Each record is consistent on its own (its seq,
@@ -81,6 +82,11 @@ type lineageBlock struct {
 	_    [48]byte
 }
 
+// lineageNoBlock is the block of an M that has none yet: full (no
+// records), so that taking a record checks one condition. It is never
+// linked into the registry.
+var lineageNoBlock lineageBlock
+
 // lineageRegistryInit fills in the run-time part of the registry header.
 // Called from lineageinit.
 func lineageRegistryInit(h *lineageHeader) {
@@ -88,7 +94,8 @@ func lineageRegistryInit(h *lineageHeader) {
 }
 
 // lineageAllocRecord hands out a record for gp from the block of mp's
-// region, and links a new block into the registry when that one is full.
+// region, and links a new block into the registry when that one is full
+// (or mp has none yet: lineageNoBlock).
 // Only mp's thread hands records out of its block, so it takes no lock but
 // lineageNewBlock's. A go statement that gets a fresh g struct takes its
 // record in lineageNewg, the same way, and comes here only when the block
@@ -96,7 +103,7 @@ func lineageRegistryInit(h *lineageHeader) {
 func lineageAllocRecord(mp *m, gp *g) *lineageRecord {
 	reg := mp.lineage
 	b := (*lineageBlock)(unsafe.Pointer(uintptr(reg.blk)))
-	if b == nil || b.used == b.nrec {
+	if b.used == b.nrec {
 		b = lineageNewBlock()
 		reg.blk = uint64(uintptr(unsafe.Pointer(b)))
 	}
@@ -108,7 +115,8 @@ func lineageAllocRecord(mp *m, gp *g) *lineageRecord {
 
 // lineageStoreUsed publishes a record handed out of a block: it stores the
 // block's new used count after the record's g. The record's seq is still 0
-// (never written), which readers skip until its first write. Only the
+// (never written), which readers skip until its first write, or, from
+// lineageNewg, already 1 (being written), which they retry. Only the
 // block's M writes used and an aligned 32-bit store is single-copy atomic on
 // every port, so a plain store does once the stores before it are ordered:
 // on amd64 by TSO (and the compiler, which keeps stores in program order),

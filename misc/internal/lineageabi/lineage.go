@@ -140,10 +140,12 @@ type Header struct {
 	OffRecNanc, OffRecNstk, OffRecFlags, OffRecDepth, OffRecSite uint32
 	OffRecAnc, AncSize, OffAncStart, OffAncGoPC                  uint32
 	OffRecStack, OffGM, OffMRegion, OffGRecord                   uint32
-	// OffRecChanges is the record's change count (u32): incremented by
-	// every status change of the goroutine, like the g's transitions,
-	// but 128 bytes apart from the next goroutine's rather than a g
-	// struct apart, for readers that copy every count (Cache).
+	// OffRecChanges is the record's change count (u32): incremented
+	// when the goroutine starts to run and when its g struct starts a
+	// new goroutine (not at its other status changes, which the g's
+	// transitions count), 128 bytes apart from the next goroutine's
+	// rather than a g struct apart, for readers that copy every count
+	// (Cache: a goroutine read parked is unchanged while its count is).
 	OffRecChanges uint32
 	TLSGOffset    int64
 	TextBase      uint64 // site and ancestor offsets are from here

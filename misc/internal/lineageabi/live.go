@@ -218,17 +218,23 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 
 // A Cache keeps, from one read of a process to the next (a profile's
 // ticks), each goroutine's last consistent reading and visit's result,
-// by record. A goroutine whose change count (its record's, which every
-// status change increments, as it does the g's transition count) is the
-// same as when it was read has not run since (it cannot run without a
-// status change), so
-// its frames are the same: a stack the GC moves or shrinks keeps its
-// frames (the runtime's goroutine profile caches stacks by the same
-// count). Its reading is reused for the cost of reading that count; its
-// saved SP and stack bounds are the ones it had when read. A free g (dead
-// or idle) is remembered the same way, so that the g structs a program
-// keeps after a burst of goroutines are not read again tick after tick.
-// The registry's full blocks are remembered too (blockInfo).
+// by record. The runtime increments a record's change count each time its
+// goroutine starts running (and when its g struct starts a new goroutine),
+// not at every status change: a goroutine whose count is the same as when
+// it was read parked (waiting) has not run since, so it keeps its frames
+// (a stack the GC moves or shrinks keeps its frames), and its reading is
+// reused for the cost of reading that count; its saved SP and stack
+// bounds are the ones it had when read. A goroutine woken since but not
+// yet run keeps its parked reading (the same stack, its state as it was)
+// until it runs. A goroutine read in any other state (runnable, running,
+// in a syscall, preempted, copying its stack, ...) is read again at every
+// read, whatever its count: it can change without the count moving after
+// the read (doc/lineage-abi.md, "changes"). A free g (dead or idle) is remembered like a parked one,
+// so that the g structs a program keeps after a burst of goroutines are
+// not read again tick after tick; one that starts a new goroutine is read
+// again once that goroutine runs, or earlier if its record was rewritten
+// after the read. The registry's full blocks are remembered too
+// (blockInfo).
 //
 // When the registry hands out no record between two reads (a server's
 // steady state), the second read goes by the plan: the entries in the
@@ -251,6 +257,7 @@ type Cache[T any] struct {
 	planT     []uint32 // each entry's count when read
 	planRes   []T      // each entry's result (unset for a free g)
 	planFree  []bool
+	planStill []bool         // each entry's still
 	planShown []bool         // each entry's shown
 	planIdx   map[uint64]int // record to plan index, for the re-read ones
 
@@ -271,6 +278,10 @@ type cacheEntry[T any] struct {
 	t    uint32 // its record's change count when it was read
 	gen  uint64 // the last read that saw it
 	free bool   // the g was free (dead or idle): nothing to return
+	// still: the g was read free or parked (waiting), so its reading
+	// holds for as long as its count is unchanged. Any other goroutine is
+	// read again at every read.
+	still bool
 	// res is in the set the last read returned (Changes): set when the
 	// goroutine is read, cleared when it is found changed or gone.
 	shown bool
@@ -334,7 +345,7 @@ func (c *Cache[T]) readPlanned(v *View, newVisit func() Visit[T], st *LiveStats,
 	clear(c.planIdx)
 	planT := c.planT
 	for i, b := range readMerged(v.mem, c.planAt, 4, st, &c.ar) {
-		if b != nil && le32(b) == planT[i] {
+		if b != nil && le32(b) == planT[i] && c.planStill[i] {
 			if !c.planFree[i] && !c.planShown[i] {
 				// Unchanged, but left out before (unreadable then).
 				c.show(c.plan[i])
@@ -358,18 +369,18 @@ func (c *Cache[T]) readPlanned(v *View, newVisit func() Visit[T], st *LiveStats,
 	set := func(rec uint64, e *cacheEntry[T]) {
 		i := c.planIdx[rec]
 		c.ent[rec] = e
-		c.plan[i], c.planT[i], c.planRes[i], c.planFree[i] = e, e.t, e.res, e.free
+		c.plan[i], c.planT[i], c.planRes[i], c.planFree[i], c.planStill[i] = e, e.t, e.res, e.free, e.still
 		c.planShown[i] = !e.free // a goroutine read is shown (below)
 	}
 	err := readLive(v, fresh, newVisit, st, &c.readers, liveSink[T]{
 		keep: func(g *Goroutine, res T, changes uint32) {
-			e := &cacheEntry[T]{g: *g, res: res, t: changes, gen: c.gen}
+			e := &cacheEntry[T]{g: *g, res: res, t: changes, gen: c.gen, still: still(g)}
 			set(g.RecordAddr, e)
 			c.show(e)
 			gs, out = append(gs, &e.g), append(out, res)
 		},
 		free: func(rec, gp uint64, t uint32) {
-			set(rec, &cacheEntry[T]{g: Goroutine{G: gp, RecordAddr: rec}, t: t, gen: c.gen, free: true})
+			set(rec, &cacheEntry[T]{g: Goroutine{G: gp, RecordAddr: rec}, t: t, gen: c.gen, free: true, still: true})
 		},
 	})
 	// A goroutine that kept changing keeps its old entry: its count
@@ -398,7 +409,7 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 	}
 	for i, b := range readMerged(v.mem, at, 4, st, &c.ar) {
 		e := ents[i]
-		if b == nil || le32(b) != e.t {
+		if b == nil || le32(b) != e.t || !e.still {
 			fresh = append(fresh, known[i])
 			c.hide(e)
 			continue
@@ -414,7 +425,7 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 	c.at = at[:0]
 	err := readLive(v, fresh, newVisit, st, &c.readers, liveSink[T]{
 		keep: func(g *Goroutine, res T, changes uint32) {
-			e := &cacheEntry[T]{g: *g, res: res, t: changes, gen: c.gen}
+			e := &cacheEntry[T]{g: *g, res: res, t: changes, gen: c.gen, still: still(g)}
 			c.ent[g.RecordAddr] = e
 			c.show(e)
 			gs, out = append(gs, &e.g), append(out, res)
@@ -423,7 +434,7 @@ func (c *Cache[T]) readAll(v *View, addrs []uint64, newVisit func() Visit[T], st
 		// once ran many goroutines keeps their g structs, and their
 		// records, for ever.
 		free: func(rec, gp uint64, t uint32) {
-			c.ent[rec] = &cacheEntry[T]{g: Goroutine{G: gp, RecordAddr: rec}, t: t, gen: c.gen, free: true}
+			c.ent[rec] = &cacheEntry[T]{g: Goroutine{G: gp, RecordAddr: rec}, t: t, gen: c.gen, free: true, still: true}
 		},
 	})
 	if cerr := v.canceled(); cerr != nil {
@@ -470,7 +481,7 @@ func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
 	}
 	slices.SortFunc(plan, func(a, b *cacheEntry[T]) int { return cmp.Compare(a.g.RecordAddr, b.g.RecordAddr) })
 	c.plan = plan
-	c.planAt, c.planT, c.planRes, c.planFree, c.planShown = c.planAt[:0], c.planT[:0], c.planRes[:0], c.planFree[:0], c.planShown[:0]
+	c.planAt, c.planT, c.planRes, c.planFree, c.planStill, c.planShown = c.planAt[:0], c.planT[:0], c.planRes[:0], c.planFree[:0], c.planStill[:0], c.planShown[:0]
 	for _, e := range plan {
 		res := e.res
 		if e.free {
@@ -478,17 +489,28 @@ func (c *Cache[T]) makePlan(v *View, addrs []uint64, ok bool) {
 		}
 		c.planAt = append(c.planAt, v.countAddr(&e.g))
 		c.planT, c.planRes, c.planFree = append(c.planT, e.t), append(c.planRes, res), append(c.planFree, e.free)
+		c.planStill = append(c.planStill, e.still)
 		c.planShown = append(c.planShown, e.shown)
 	}
 	c.lastAddrs = append(c.lastAddrs[:0], addrs...)
 	c.complete = ok && len(plan) == len(addrs)
 }
 
+// still reports whether a goroutine read consistently stays as read until
+// its change count changes: it was parked (waiting), and so cannot change
+// its stack without running, which moves the count. (A runnable one is
+// read again: the runtime moves the count as it starts to run it, just
+// before its status changes.)
+func still(g *Goroutine) bool {
+	return g.Status == StatusWaiting
+}
+
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 
 // countAddr is the address of g's change count: in its record, or, from a
 // runtime that publishes none (off_rec_changes 0, reserved before), the
-// g's transition count, which every status change increments too.
+// g's transition count, which every status change increments (starting
+// to run among them).
 func (v *View) countAddr(g *Goroutine) uint64 {
 	if v.H.OffRecChanges != 0 {
 		return g.RecordAddr + uint64(v.H.OffRecChanges)

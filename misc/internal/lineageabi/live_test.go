@@ -154,6 +154,62 @@ func TestCache(t *testing.T) {
 	}
 }
 
+// TestCacheNotParked: the change count moves only when a goroutine starts
+// to run (for a runnable one, possibly just before the read saw it
+// runnable), so a goroutine read while runnable, running or in a syscall
+// (it can run, park, or leave the syscall, without a new count) is read
+// again at every read, count unchanged or not; one read parked is not.
+func TestCacheNotParked(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status uint32 // runtime status (registryImage's map is the identity but for 6)
+		visits []int
+	}{
+		{"runnable", 1, []int{1, 2, 3}},
+		{"running", 2, []int{1, 2, 3}},
+		{"syscall", 3, []int{1, 2, 3}},
+		{"waiting", 4, []int{1, 1, 1}},
+		{"preempted", 7, []int{1, 2, 3}}, // status code 7 in the identity map
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _, g := liveImage(t)
+			le := binary.LittleEndian
+			le.PutUint32(g[8:], tc.status)
+			var c Cache[int]
+			visits := 0
+			visit := func(gs []*Goroutine) []int {
+				visits++
+				return make([]int, len(gs))
+			}
+			for i, want := range tc.visits {
+				gs, _, st, err := c.Read(v, func() Visit[int] { return visit })
+				if err != nil || len(gs) != 1 || gs[0].Goid != 5 || st.Torn != 0 {
+					t.Fatalf("read %d: %v, %d goroutines, %+v", i, err, len(gs), st)
+				}
+				if visits != want {
+					t.Errorf("read %d: %d visits, want %d", i, visits, want)
+				}
+			}
+			// Parked now, with the same count (a runtime that bumps it
+			// only when a goroutine starts running): a goroutine that
+			// was not kept is read once more, and then kept.
+			le.PutUint32(g[8:], 4)
+			want := visits
+			if tc.visits[2] != 1 {
+				want++
+			}
+			for i := range 2 {
+				if _, _, _, err := c.Read(v, func() Visit[int] { return visit }); err != nil {
+					t.Fatal(err)
+				}
+				if visits != want {
+					t.Errorf("parked read %d: %d visits, want %d", i, visits, want)
+				}
+			}
+		})
+	}
+}
+
 // TestCacheNoChangeCount: from a runtime that publishes no change count
 // in its records (off_rec_changes 0), the cache goes by the g's
 // transition count.
