@@ -45,23 +45,8 @@ func TestBlockProfilePanicking(t *testing.T) {
 	panicLeafCaller(ch)
 	runtime.SetBlockProfileRate(0)
 
-	var p []runtime.BlockProfileRecord
-	n, ok := runtime.BlockProfile(nil)
-	for !ok {
-		p = make([]runtime.BlockProfileRecord, n+50)
-		n, ok = runtime.BlockProfile(p)
-	}
 	found := false
-	for _, r := range p[:n] {
-		var names []string
-		frames := runtime.CallersFrames(r.Stack())
-		for {
-			f, more := frames.Next()
-			names = append(names, f.Function)
-			if !more {
-				break
-			}
-		}
+	for _, names := range blockProfileFuncs() {
 		i := slices.Index(names, "runtime_test.panicLeafNil")
 		if i < 0 {
 			continue

@@ -31,23 +31,8 @@ func TestBlockProfileGoWrapper(t *testing.T) {
 	<-done
 	runtime.SetBlockProfileRate(0)
 
-	var p []runtime.BlockProfileRecord
-	n, ok := runtime.BlockProfile(nil)
-	for !ok {
-		p = make([]runtime.BlockProfileRecord, n+50)
-		n, ok = runtime.BlockProfile(p)
-	}
 	found := false
-	for _, r := range p[:n] {
-		var names []string
-		frames := runtime.CallersFrames(r.Stack())
-		for {
-			f, more := frames.Next()
-			names = append(names, f.Function)
-			if !more {
-				break
-			}
-		}
+	for _, names := range blockProfileFuncs() {
 		if !strings.Contains(strings.Join(names, " "), "runtime_test.wrappedBlockRecv") {
 			continue
 		}
@@ -62,4 +47,29 @@ func TestBlockProfileGoWrapper(t *testing.T) {
 	if !found {
 		t.Errorf("no block profile record of wrappedBlockRecv")
 	}
+}
+
+// blockProfileFuncs returns the function names of each block profile
+// record's stack, inlined frames expanded.
+func blockProfileFuncs() [][]string {
+	var p []runtime.BlockProfileRecord
+	n, ok := runtime.BlockProfile(nil)
+	for !ok {
+		p = make([]runtime.BlockProfileRecord, n+50)
+		n, ok = runtime.BlockProfile(p)
+	}
+	var stacks [][]string
+	for _, r := range p[:n] {
+		var names []string
+		frames := runtime.CallersFrames(r.Stack())
+		for {
+			f, more := frames.Next()
+			names = append(names, f.Function)
+			if !more {
+				break
+			}
+		}
+		stacks = append(stacks, names)
+	}
+	return stacks
 }
