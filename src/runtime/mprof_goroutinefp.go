@@ -46,6 +46,7 @@ package runtime
 import (
 	"internal/cpu"
 	"internal/profilerecord"
+	"internal/runtime/atomic"
 	"internal/runtime/sys"
 	"unsafe"
 )
@@ -243,7 +244,7 @@ const fpProfPrefetchAhead = 16
 
 // fpProfPrefetchStack is how many bytes of a goroutine's stack above its
 // saved frame pointer forEachGProfile prefetches.
-const fpProfPrefetchStack = 512
+const fpProfPrefetchStack = 1024
 
 // forEachGProfile is forEachGRace for the goroutine profile's pass that
 // records every goroutine, in an order that waits less on memory and on the collector:
@@ -269,14 +270,15 @@ func forEachGProfile(fn func(gp *g)) {
 			sys.Prefetch(uintptr(unsafe.Pointer(&gp.sched)))
 			sys.Prefetch(uintptr(unsafe.Pointer(&gp.atomicstatus)))
 			sys.Prefetch(uintptr(unsafe.Pointer(&gp.goroutineProfiled)))
-			sys.Prefetch(uintptr(unsafe.Pointer(&gp.startpc)))
 			sys.Prefetch(uintptr(unsafe.Pointer(&gp.fpprof)))
 		}
 		if j := i + fpProfPrefetchAhead/2; j < length {
 			gp := atomicAllGIndex(ptr, j)
 			// The frames a walk reads lie between sched.bp and the
-			// top of the stack, in order: the first few lines of them.
-			if bp, hi := gp.sched.bp, gp.stack.hi; bp != 0 && bp < hi {
+			// top of the stack, in order: the first few lines of them,
+			// unless the goroutine has not run since the previous
+			// profile, whose stack savegFP1 does not read.
+			if bp, hi := gp.sched.bp, gp.stack.hi; bp != 0 && bp < hi && gp.fpprof.at != gp.fpprof.transitions {
 				end := min(hi, bp+fpProfPrefetchStack)
 				for a := bp &^ (cpu.CacheLinePadSize - 1); a < end; a += cpu.CacheLinePadSize {
 					sys.Prefetch(a)
@@ -306,5 +308,50 @@ func forEachGProfileClear() {
 			sys.Prefetch(uintptr(unsafe.Pointer(&atomicAllGIndex(ptr, j).goroutineProfiled)))
 		}
 		atomicAllGIndex(ptr, i).goroutineProfiled.Store(goroutineProfileAbsent)
+	}
+}
+
+// goroutineProfRecs keeps GoroutineProfile's record slice from one call
+// for the next. Each call needs one record per goroutine (24 bytes on
+// 64-bit) only until it has copied them into the caller's StackRecords;
+// allocated afresh, 10,000 goroutines make 240 KB of garbage a call, and
+// the collector's assist charges that allocation while the collector
+// scans every goroutine's stack, which cost the call more than its walk
+// of the stacks (doc/profiling-fp.md). A call takes the slice, or
+// allocates one if it is missing or too short (another call holds it, or
+// there are more goroutines), and puts it back cleared, so it keeps no
+// stack alive.
+var goroutineProfRecs atomic.Pointer[goroutineProfRecBuf]
+
+type goroutineProfRecBuf struct {
+	recs []profilerecord.StackRecord
+}
+
+// goroutineProfRecsGet returns n records for GoroutineProfile, all zero.
+func goroutineProfRecsGet(n int) *goroutineProfRecBuf {
+	for {
+		b := goroutineProfRecs.Load()
+		if b == nil || cap(b.recs) < n {
+			return &goroutineProfRecBuf{recs: make([]profilerecord.StackRecord, n)}
+		}
+		if goroutineProfRecs.CompareAndSwap(b, nil) {
+			b.recs = b.recs[:n]
+			return b
+		}
+	}
+}
+
+// goroutineProfRecsPut clears b and keeps it for the next call, unless a
+// longer one is kept.
+func goroutineProfRecsPut(b *goroutineProfRecBuf) {
+	clear(b.recs)
+	for {
+		old := goroutineProfRecs.Load()
+		if old != nil && cap(old.recs) >= cap(b.recs) {
+			return
+		}
+		if goroutineProfRecs.CompareAndSwap(old, b) {
+			return
+		}
 	}
 }
