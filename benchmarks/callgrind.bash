@@ -20,8 +20,9 @@
 # -test.cpu=1. Prints each variant's per-op counts, sorted, with their
 # median and spread ((max-min)/median), twice: all instructions, and all
 # but runtime.findfunc's. findfunc scans its bucket of the function table
-# linearly, so its cost per call (about 50 to 75 instructions, twice per go
-# statement through isSystemGoroutine) depends on where the linker put the
+# linearly, so its cost per call (about 50 to 80 instructions, through
+# isSystemGoroutine: twice per go statement upstream, once in the fork,
+# which keeps the answer in the g) depends on where the linker put the
 # goroutine's function, which any change to the runtime's code moves:
 # a layout effect, not a cost of the change under test.
 set -euo pipefail
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
 	-n) runs=$2; shift 2 ;;
 	-bench) benches+=("$2"); shift 2 ;;
 	-pkg) pkg=$2; shift 2 ;;
-	-h|-help|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|-help|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "callgrind.bash: unknown flag $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
