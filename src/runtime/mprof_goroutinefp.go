@@ -266,11 +266,16 @@ func forEachGProfile(fn func(gp *g)) {
 	nlater := 0
 	for i := uintptr(0); i < length; i++ {
 		if j := i + fpProfPrefetchAhead; j < length {
-			gp := atomicAllGIndex(ptr, j)
-			sys.Prefetch(uintptr(unsafe.Pointer(&gp.sched)))
-			sys.Prefetch(uintptr(unsafe.Pointer(&gp.atomicstatus)))
-			sys.Prefetch(uintptr(unsafe.Pointer(&gp.goroutineProfiled)))
-			sys.Prefetch(uintptr(unsafe.Pointer(&gp.fpprof)))
+			// From the address alone: &gp.sched would make the
+			// compiler check gp for nil with a load, a cache miss
+			// that stalls the pass.
+			p := uintptr(unsafe.Pointer(atomicAllGIndex(ptr, j)))
+			sys.Prefetch(p + unsafe.Offsetof(g{}.sched))
+			sys.Prefetch(p + unsafe.Offsetof(g{}.sched) + unsafe.Offsetof(gobuf{}.bp))
+			sys.Prefetch(p + unsafe.Offsetof(g{}.atomicstatus))
+			sys.Prefetch(p + unsafe.Offsetof(g{}.lockedm))
+			sys.Prefetch(p + unsafe.Offsetof(g{}.goroutineProfiled))
+			sys.Prefetch(p + unsafe.Offsetof(g{}.fpprof))
 		}
 		if j := i + fpProfPrefetchAhead/2; j < length {
 			gp := atomicAllGIndex(ptr, j)
