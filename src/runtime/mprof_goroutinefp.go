@@ -252,7 +252,8 @@ const fpProfPrefetchStack = 1024
 //   - it prefetches the lines of the g structs that tryRecordGoroutineProfile
 //     and savegFP read, fpProfPrefetchAhead goroutines ahead, and the top of
 //     the saved frame-pointer chain of the goroutine half as far ahead, whose
-//     g has arrived by then. Prefetches never fault, so racing with the
+//     g has arrived by then, if it ran since the previous profile (otherwise
+//     savegFP1 reuses its cached stack). Prefetches never fault, so racing with the
 //     goroutines (a g that runs, a frame pointer that is stale) costs only a
 //     useless prefetch;
 //   - a goroutine whose scan bit the garbage collector holds (it is
