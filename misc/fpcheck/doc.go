@@ -108,8 +108,10 @@
 // and not from the linker's writer) from its PT_GNU_SFRAME segment, and
 // checks it against the pclntab and the prologues (internal/sframecheck).
 // For every instruction the pclntab's SP-delta table describes, in every
-// function: an FDE and a row cover it (the FDE starting at the entry and
-// ending at the end of the code or of its padding); the CFA is SP plus the
+// function: an FDE and a row cover it (the FDE starting at the entry, or at
+// an earlier function's entry when it covers the functions after its
+// first, and ending at the end of a function's code or padding); the CFA
+// is SP plus the
 // SP delta (plus 8 on amd64, for the return address; plus 16 on arm64 in
 // asyncPreempt and debugCallV2, whose calls the signal handler injects), or
 // the frame pointer plus the record's offset where the register points at

@@ -221,6 +221,91 @@ func TestSFrameFake(t *testing.T) {
 	}
 }
 
+// joinFDEs returns s with the FDE at i taking in the next one, as the
+// linker joins a function whose first rule is the one its predecessor
+// ends with: the size runs to the next FDE's end and its rows follow,
+// less the first.
+func joinFDEs(s sframetest.Section, i int) sframetest.Section {
+	s.Funcs = slices.Clone(s.Funcs)
+	fn, next := s.Funcs[i], s.Funcs[i+1]
+	fn.Rows = slices.Clone(fn.Rows)
+	for _, r := range next.Rows[1:] {
+		r.Start += uint32(next.Start - fn.Start)
+		fn.Rows = append(fn.Rows, r)
+	}
+	fn.Size = uint32(next.Start-fn.Start) + next.Size
+	fn.FREType = freType(uint64(fn.Size))
+	s.Funcs[i] = fn
+	s.Funcs = slices.Delete(s.Funcs, i+1, i+2)
+	return s
+}
+
+// TestSFrameJoinedFDEs checks FDEs that cover more than one function, as
+// the linker writes them (doc/sframe.md, "Encoding"): one taking in the
+// function after it agrees everywhere; one that ends inside a function,
+// or starts where no function does, is reported.
+func TestSFrameJoinedFDEs(t *testing.T) {
+	bin := build(t, goTool(), "./testdata/progs/hello", "hello", []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=-ldflags=-sframe=false"})
+	b := openBinary(t, bin)
+	s := encodeFromPclntab(t, b)
+	// Two functions of fmt, the second starting with the rule the first
+	// ends with (every function with a frame does).
+	i := -1
+	for j := range len(s.Funcs) - 1 {
+		fn, next := &s.Funcs[j], &s.Funcs[j+1]
+		if strings.HasPrefix(b.FindFunc(fn.Start).Name, "fmt.") && len(fn.Rows) > 2 && len(next.Rows) > 2 &&
+			slices.Equal(next.Rows[0].Words, fn.Rows[len(fn.Rows)-1].Words) {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		t.Fatal("no two functions of fmt to join")
+	}
+	next := b.FindFunc(s.Funcs[i+1].Start)
+
+	for _, tc := range []struct {
+		name string
+		edit func(sframetest.Section) sframetest.Section
+		want string
+	}{
+		{"joined", func(s sframetest.Section) sframetest.Section { return joinFDEs(s, i) }, ""},
+		{"ends inside the next function", func(s sframetest.Section) sframetest.Section {
+			end := uint32(s.Funcs[i+1].Start-s.Funcs[i].Start) + s.Funcs[i+1].Rows[1].Start
+			s = joinFDEs(s, i)
+			fn := &s.Funcs[i]
+			fn.Size = end
+			fn.Rows = slices.DeleteFunc(slices.Clone(fn.Rows), func(r sframetest.Row) bool { return r.Start >= end })
+			return s
+		}, next.Name + "+0x0"},
+		{"starts inside the first function", func(s sframetest.Section) sframetest.Section {
+			s = joinFDEs(s, i)
+			fn := &s.Funcs[i]
+			skip := fn.Rows[1].Start
+			fn.Start += uint64(skip)
+			fn.Size -= skip
+			fn.Rows = slices.Clone(fn.Rows[1:])
+			for j := range fn.Rows {
+				fn.Rows[j].Start -= skip
+			}
+			return s
+		}, next.Name + "+0x0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := filepath.Join(t.TempDir(), "hello-sframe")
+			withSFrame(t, bin, fake, tc.edit(s))
+			code, stdout, stderr := fpcheck(t, "sframe", fake)
+			clean := strings.Contains(stdout, " 0 disagreeing")
+			switch {
+			case tc.want == "" && (code != exitClean || !clean):
+				t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+			case tc.want != "" && (clean || !strings.Contains(stdout, tc.want+" ") || !strings.Contains(stdout, "does not match the function's code")):
+				t.Errorf("want a disagreement at %s about the FDE:\n%s%s", tc.want, stdout, stderr)
+			}
+		})
+	}
+}
+
 // TestSFrameRegisterRules checks the two rules fpcheck takes from what an
 // instruction does rather than from the function's name, with the rows an
 // earlier linker wrote planted: arm64 asyncPreempt's RET (R27) described

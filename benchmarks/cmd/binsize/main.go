@@ -7,18 +7,25 @@
 //
 //	go run ./cmd/binsize [-fork GOROOT] [-upstream GOROOT] [-sections] [-keep DIR]
 //
+// The programs are built for $GOARCH (default: this machine's); for another
+// architecture, build the command first and run it with GOARCH set:
+//
+//	go build -o /tmp/binsize ./cmd/binsize && GOARCH=arm64 /tmp/binsize
+//
 // Every build uses -trimpath, so that the two GOROOTs' path lengths do not
 // enter the sizes. The file size of an ELF binary is exact; no repetition
 // is needed.
 package main
 
 import (
+	"cmp"
 	"debug/elf"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -132,7 +139,8 @@ var groups = []string{".text", ".gopclntab", "DWARF (.debug_*)", "data (.rodata,
 
 func print(prog string, builds []build, bins []binary, all bool) {
 	up, nosf, fk := bins[0], bins[1], bins[2]
-	fmt.Printf("\n%s (amd64, -trimpath)\n\n", prog)
+	goarch := cmp.Or(os.Getenv("GOARCH"), runtime.GOARCH)
+	fmt.Printf("\n%s (%s, -trimpath)\n\n", prog, goarch)
 	fmt.Printf("| | %s | %s | %s |\n|---|---:|---:|---:|\n", builds[0].name, builds[1].name, builds[2].name)
 	fmt.Printf("| file | %d | %d (%+.2f%%) | %d (%+.2f%%) |\n", up.file, nosf.file, pct(nosf.file, up.file), fk.file, pct(fk.file, up.file))
 	sf := int64(fk.sections[".sframe"])

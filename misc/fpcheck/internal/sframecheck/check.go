@@ -148,8 +148,14 @@ func (r *Report) checkFunc(b *gobin.Binary, sec *sframe.Section, f *gobin.Func) 
 	gaps, disagree, outermost := r.NGaps, r.NDisagree, true
 	r.prev = noPrev
 	if fde := sec.Lookup(f.Entry); fde != nil {
-		// The FDE may end where the code does or take in the padding.
-		if end := fde.End(); fde.Start != f.Entry || end < m.CodeEnd() || end > f.End {
+		// The FDE starts at this function's entry or, when it takes in
+		// the functions after its first, at an earlier one's; it ends
+		// where the code does, in the padding, or in a later function.
+		end := fde.End()
+		first := b.FindFunc(fde.Start)
+		next := b.FindFunc(f.End)
+		if first == nil || first.Entry != fde.Start || end < m.CodeEnd() ||
+			end > f.End && (next == nil || next.Entry != f.End) {
 			r.disagree(f, f.Entry, fmt.Sprintf("FDE [%#x, %#x) does not match the function's code [%#x, %#x) (padded to %#x)", fde.Start, end, f.Entry, m.CodeEnd(), f.End))
 		}
 		switch {

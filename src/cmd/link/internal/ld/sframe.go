@@ -11,22 +11,31 @@
 // frame.
 //
 // Layout. The 28-byte header; the function descriptor index (16 bytes
-// per function, sorted by start address, start addresses relative to
+// per descriptor, sorted by start address, start addresses relative to
 // the index field itself: flags SFRAME_F_FDE_SORTED and
 // SFRAME_F_FDE_FUNC_START_PCREL); then the FRE sub-section, holding for
-// each function its 5-byte descriptor attributes followed by its frame
-// row entries. Version 3 locates a function's attributes and rows by an
-// offset in its index entry; functions whose attributes and rows encode
-// to the same bytes (most small functions: a leaf, or a frame of the
-// same size and shape) point at one copy of them. The header's FRE count
-// is the sum of the functions' row counts, as a reader that adds up the
-// descriptors finds it; the FRE sub-section's length is what is stored. Every FDE has the default FDE type and the increment PC
-// type; the width of FRE start offsets (1, 2 or 4 bytes) is chosen per
-// function from its size, the width of data words (1, 2 or 4 bytes) per
-// row from its largest offset, and consecutive rows with the same rule
-// are merged. The contents do not depend on addresses except the index,
-// so the size is known right after textaddress and a generator writes
-// the section once its address is final.
+// each descriptor its 5-byte attributes followed by its frame row
+// entries. A descriptor covers a function and, where their rules allow,
+// the functions right after it (sframeJoins): every Go function ends
+// with the rule it started with (after its epilogue, and in its
+// stack-split call), which is the first rule of the next, so the next
+// function's rows can follow its predecessor's, less that first row, in
+// one descriptor of at most sframeJoinRows rows. The rule at every PC is
+// the same as with a descriptor per function; the alignment padding
+// between them is covered too, and an unwinder's scan of a descriptor's
+// rows stays short. Version 3 locates a descriptor's attributes and rows
+// by an offset in its index entry; descriptors whose attributes and rows
+// encode to the same bytes (a leaf, or a frame of the same size and
+// shape, alone) point at one copy of them. The header's FRE count is
+// the sum of the descriptors' row counts, as a reader that adds them up
+// finds it; the FRE sub-section's length is what is stored. Every FDE
+// has the default FDE type and the increment PC type; the width of FRE
+// start offsets (1, 2 or 4 bytes) is chosen per descriptor from its
+// size, the width of data words (1, 2 or 4 bytes) per row from its
+// largest offset, and consecutive rows with the same rule are merged.
+// The rows depend on the text layout only through the distances between
+// functions, final after textaddress, so the size is known then and a
+// generator writes the section once its own address is final.
 //
 // Rows come from the function's pcsp table (the SP delta d at each PC,
 // which the assembler keeps exact through prologues and epilogues), the
@@ -208,10 +217,13 @@ func (r sframeRow) sameRule(o sframeRow) bool {
 	return r == o
 }
 
-// sframeFunc is one function's descriptor; its attributes and encoded
-// rows are fres[off:end] of the section's FRE sub-section.
+// sframeFunc is one descriptor, for the function s and any functions
+// after it that it takes in (sframeJoins), size bytes in all; its
+// attributes and encoded rows are fres[off:end] of the section's FRE
+// sub-section.
 type sframeFunc struct {
 	s        loader.Sym
+	size     int64
 	off, end int
 }
 
@@ -255,31 +267,65 @@ func (ctxt *Link) sframe() {
 	st := &sframeState{pcsp: obj.NewPCIter(uint32(ctxt.Arch.MinLC))}
 	nfres := 0
 	shared := map[string]int{} // encoded attributes and rows -> offset in fres
-	for _, s := range ctxt.Textp {
-		fi := ldr.FuncInfo(s)
-		size := ldr.SymSize(s)
-		if !fi.Valid() || size == 0 {
-			continue
+
+	// The descriptor being built: it starts at function first and ends
+	// at end, after the function last, which is the text symbol before
+	// the one being looked at when it can take that one in.
+	var (
+		first, last loader.Sym
+		start, end  int64
+		rows        []sframeRow
+	)
+	flush := func() bool {
+		if first == 0 {
+			return true
 		}
-		rows := sframeRows(ctxt, st, s, fi)
 		if len(rows) > 0xffff {
-			sframeWarn("%s: %d frame rows do not fit an SFrame FDE", ldr.SymName(s), len(rows))
-			return
+			sframeWarn("%s: %d frame rows do not fit an SFrame FDE", ldr.SymName(first), len(rows))
+			return false
 		}
 		off := len(fres)
-		fres = sframeEncode(ctxt, s, size, rows, fres)
+		fres = sframeEncode(ctxt, first, end-start, rows, fres)
 		if prev, ok := shared[string(fres[off:])]; ok {
 			// The same attributes and rows as an earlier function:
 			// point at those.
 			n := len(fres) - off
 			fres = fres[:off]
-			off = prev
-			funcs = append(funcs, sframeFunc{s: s, off: off, end: off + n})
+			funcs = append(funcs, sframeFunc{s: first, size: end - start, off: prev, end: prev + n})
 		} else {
 			shared[string(fres[off:])] = off
-			funcs = append(funcs, sframeFunc{s: s, off: off, end: len(fres)})
+			funcs = append(funcs, sframeFunc{s: first, size: end - start, off: off, end: len(fres)})
 		}
 		nfres += len(rows)
+		return true
+	}
+	var prev loader.Sym
+	for _, s := range ctxt.Textp {
+		fi := ldr.FuncInfo(s)
+		size := ldr.SymSize(s)
+		if !fi.Valid() || size == 0 {
+			prev = s
+			continue
+		}
+		r := sframeRows(ctxt, st, s, fi)
+		if prev != 0 && prev == last && sframeJoins(ctxt, first, start, end, rows, s, r) {
+			for _, row := range r[1:] {
+				row.off += uint32(ldr.SymValue(s) - start)
+				rows = append(rows, row)
+			}
+			end = ldr.SymValue(s) + size
+			last, prev = s, s
+			continue
+		}
+		if !flush() {
+			return
+		}
+		first, last, prev = s, s, s
+		start, end = ldr.SymValue(s), ldr.SymValue(s)+size
+		rows = append(rows[:0], r...)
+	}
+	if !flush() {
+		return
 	}
 	slices.SortStableFunc(funcs, func(a, b sframeFunc) int {
 		va, vb := ldr.SymValue(a.s), ldr.SymValue(b.s)
@@ -323,7 +369,7 @@ func (ctxt *Link) writeSframe(s loader.Sym, funcs []sframeFunc, nfres int, fres 
 		e := idx[sframeIndexSize*i:]
 		field := base + sframeHeaderSize + int64(sframeIndexSize*i)
 		le.PutUint64(e[0:], uint64(ldr.SymValue(f.s)-field))
-		le.PutUint32(e[8:], uint32(ldr.SymSize(f.s)))
+		le.PutUint32(e[8:], uint32(f.size))
 		le.PutUint32(e[12:], uint32(f.off))
 	}
 }
@@ -350,13 +396,7 @@ func sframePutHeader(out []byte, version, flags byte, arm64 bool, nfdes, nfres, 
 // sframeEncode appends the descriptor attributes and the rows of a
 // function of the given size.
 func sframeEncode(ctxt *Link, s loader.Sym, size int64, rows []sframeRow, buf []byte) []byte {
-	freType := byte(sframeFREAddr4)
-	switch {
-	case size <= 0x100:
-		freType = sframeFREAddr1
-	case size <= 0x10000:
-		freType = sframeFREAddr2
-	}
+	freType := sframeFREType(size)
 	info := freType // increment PC type, PAC key A (unused)
 	if sframeSignalTrampoline(ctxt.loader.SymName(s)) {
 		info |= sframeSignalBit
@@ -417,6 +457,45 @@ func sframeEncode(ctxt *Link, s loader.Sym, size int64, rows []sframeRow, buf []
 		}
 	}
 	return buf
+}
+
+// sframeJoinRows bounds the rows of a descriptor that takes in the
+// functions after its first: an unwinder scans a descriptor's rows in
+// order, so a shared descriptor costs it no more than one function with
+// a few returns does.
+const sframeJoinRows = 16
+
+// sframeJoins reports whether the function s, with rows r, can share the
+// descriptor of [start, end), which begins at the function first, has
+// rows rows and ends with the text symbol right before s. The
+// descriptor's last rule must be s's first (the entry rule: Go functions
+// end with their stack-split call or epilogue, where SP is back at the
+// entry), only alignment padding may lie between them, and the shared
+// descriptor must stay within sframeJoinRows rows and 64 KB. s's rows
+// then follow the descriptor's, less the first, and the rule at every
+// PC of both functions is what their own descriptors would give. Signal
+// trampolines keep descriptors of their own, for their signal-frame bit.
+func sframeJoins(ctxt *Link, first loader.Sym, start, end int64, rows []sframeRow, s loader.Sym, r []sframeRow) bool {
+	ldr := ctxt.loader
+	addr := ldr.SymValue(s)
+	newEnd := addr + ldr.SymSize(s)
+	return len(r) > 0 && len(rows) > 0 && r[0].off == 0 && r[0].sameRule(rows[len(rows)-1]) &&
+		len(rows)+len(r)-1 <= sframeJoinRows &&
+		addr >= end && addr-end < int64(ctxt.Arch.MinLC)+int64(Funcalign) &&
+		sframeFREType(newEnd-start) <= sframeFREAddr2 &&
+		!sframeSignalTrampoline(ldr.SymName(first)) && !sframeSignalTrampoline(ldr.SymName(s))
+}
+
+// sframeFREType returns the width of row offsets for a descriptor of
+// size bytes.
+func sframeFREType(size int64) byte {
+	switch {
+	case size <= 0x100:
+		return sframeFREAddr1
+	case size <= 0x10000:
+		return sframeFREAddr2
+	}
+	return sframeFREAddr4
 }
 
 // sframeSignalTrampoline reports whether the function is entered by the

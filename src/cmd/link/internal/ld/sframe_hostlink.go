@@ -111,7 +111,7 @@ func (ctxt *Link) sframeCarrier(funcs []sframeFunc, nfres int, fres []byte) {
 	textBase := int64(Segtext.Sections[0].Vaddr)
 	need := sframeHeaderSize + 4*(sframeCarrierSlack+sframeHostFDEs())
 	for _, f := range funcs {
-		st.funcs = append(st.funcs, sframeHostFunc{addr: ldr.SymValue(f.s) - textBase, size: ldr.SymSize(f.s), off: f.off, end: f.end})
+		st.funcs = append(st.funcs, sframeHostFunc{addr: ldr.SymValue(f.s) - textBase, size: f.size, off: f.off, end: f.end})
 		need += sframeIndexSize + f.end - f.off
 	}
 
@@ -188,7 +188,7 @@ func (ctxt *Link) sframeCarrier(funcs []sframeFunc, nfres int, fres []byte) {
 		freType := fres[f.off+2] & 0xf
 		addrSize := 1 << freType
 		fdes = le.AppendUint32(fdes, 0) // start: relocated below
-		fdes = le.AppendUint32(fdes, uint32(ldr.SymSize(f.s)))
+		fdes = le.AppendUint32(fdes, uint32(f.size))
 		fdes = le.AppendUint32(fdes, uint32(len(frebuf)))
 		fdes = le.AppendUint32(fdes, uint32(len(rows[i])))
 		fdes = append(fdes, freType)

@@ -5,6 +5,7 @@
 package ld
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -264,6 +265,28 @@ func readSframe(t *testing.T, sect *elf.Section) (hdr []byte, fdes []sframeFDE) 
 	return hdr, fdes
 }
 
+// sframeFuncView returns the rows of the function [start, start+size)
+// as its own FDE would hold them: those of the FDE that contains it,
+// from the row in force at its entry (at offset 0) to the last before
+// its end, and that FDE's start.
+func sframeFuncView(fdes []sframeFDE, start, size uint64) (view sframeFDE, fdeStart uint64, ok bool) {
+	i, _ := slices.BinarySearchFunc(fdes, start+1, func(fde sframeFDE, pc uint64) int { return cmp.Compare(fde.start, pc) })
+	if i == 0 || start+size > fdes[i-1].start+fdes[i-1].size {
+		return sframeFDE{}, 0, false
+	}
+	fde := fdes[i-1]
+	view = sframeFDE{start: start, size: size, info: fde.info}
+	for j, r := range fde.rows {
+		pc := fde.start + uint64(r.off)
+		if pc >= start+size || j+1 < len(fde.rows) && fde.start+uint64(fde.rows[j+1].off) <= start {
+			continue
+		}
+		r.off = uint32(max(pc, start) - start)
+		view.rows = append(view.rows, r)
+	}
+	return view, fde.start, true
+}
+
 // checkSframeRt0Lib checks _rt0_amd64_lib's rows in a c-shared library:
 // wherever its frame is allocated, after the store of BP, the caller's
 // frame pointer is at CFA-16, as the register no longer holds it.
@@ -281,13 +304,13 @@ func checkSframeRt0Lib(t *testing.T, f *elf.File) {
 	if i < 0 {
 		t.Fatal("c-shared: no _rt0_amd64_lib symbol")
 	}
-	j := slices.IndexFunc(fdes, func(fde sframeFDE) bool { return fde.start == syms[i].Value })
-	if j < 0 {
+	view, _, ok := sframeFuncView(fdes, syms[i].Value, syms[i].Size)
+	if !ok {
 		t.Fatal("c-shared: no FDE for _rt0_amd64_lib")
 	}
 	// Rows: the entry, the frame allocated (BP not stored yet), BP
 	// saved at CFA-16 until the frame is freed, the return.
-	rows := fdes[j].rows
+	rows := view.rows
 	var saved int
 	for k, r := range rows {
 		if len(r.words) == 2 && r.words[1] == -16 {
@@ -343,7 +366,6 @@ func checkSframe(t *testing.T, f *elf.File, goarch string, hostlinked bool) {
 			m, hdr[2], hdr[3], hdr[4], int8(hdr[6]), sframeMagic, sframeFSorted|sframeFPCRel, wantABI, wantRA)
 	}
 
-	byStart := make(map[uint64]sframeFDE)
 	for i, fde := range fdes {
 		if i > 0 && fde.start < fdes[i-1].start+fdes[i-1].size {
 			t.Errorf("FDE %d at %#x overlaps or precedes FDE %d at %#x+%#x", i, fde.start, i-1, fdes[i-1].start, fdes[i-1].size)
@@ -363,7 +385,6 @@ func checkSframe(t *testing.T, f *elf.File, goarch string, hostlinked bool) {
 				t.Errorf("FDE at %#x: row %d has words %v", fde.start, j, r.words)
 			}
 		}
-		byStart[fde.start] = fde
 	}
 
 	syms, err := f.Symbols()
@@ -384,32 +405,50 @@ func checkSframe(t *testing.T, f *elf.File, goarch string, hostlinked bool) {
 	if goText == 0 || goEtext <= goText {
 		t.Fatalf("no runtime.text/runtime.etext symbols")
 	}
-	goFDEs := 0
-	for _, fde := range fdes {
-		if goText <= fde.start && fde.start < goEtext {
-			goFDEs++
-		}
-	}
-	named := make(map[string]sframeFDE)
-	nfuncs := 0
+	var funcs []elf.Symbol
 	for _, s := range syms {
 		// go:textfipsstart and go:textfipsend mark a range of text; they are not functions.
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < goText || s.Value >= goEtext || strings.HasPrefix(s.Name, "go:") {
 			continue
 		}
-		nfuncs++
-		fde, ok := byStart[s.Value]
+		funcs = append(funcs, s)
+	}
+	slices.SortFunc(funcs, func(a, b elf.Symbol) int { return cmp.Compare(a.Value, b.Value) })
+
+	// Every Go function is covered by one FDE, which starts at its entry
+	// or, when it takes in the functions after its first (sframeJoins),
+	// at an earlier function's, and which ends at the end of a function.
+	// named holds each function's own view: its FDE's rows over its code,
+	// the first at its entry.
+	named := make(map[string]sframeFDE)
+	starts := make(map[uint64]bool)
+	ends := make(map[uint64]bool)
+	for _, s := range funcs {
+		starts[s.Value], ends[s.Value+s.Size] = true, true
+	}
+	perFDE := make(map[uint64]int) // functions in each FDE
+	for _, s := range funcs {
+		view, fdeStart, ok := sframeFuncView(fdes, s.Value, s.Size)
 		if !ok {
-			t.Errorf("function %s at %#x has no FDE", s.Name, s.Value)
+			t.Errorf("function %s [%#x, %#x) is not inside one FDE", s.Name, s.Value, s.Value+s.Size)
 			continue
 		}
-		if fde.size != s.Size {
-			t.Errorf("function %s: FDE size %d, symbol size %d", s.Name, fde.size, s.Size)
-		}
-		named[s.Name] = fde
+		perFDE[fdeStart]++
+		named[s.Name] = view
 	}
-	if nfuncs != goFDEs {
-		t.Errorf("%d Go functions in the symbol table, %d FDEs in the Go text", nfuncs, goFDEs)
+	for _, fde := range fdes {
+		if fde.start < goText || fde.start >= goEtext {
+			continue
+		}
+		if !starts[fde.start] || !ends[fde.start+fde.size] {
+			t.Errorf("FDE [%#x, %#x) does not start and end with Go functions", fde.start, fde.start+fde.size)
+		}
+		if n := len(fde.rows); n > sframeJoinRows && perFDE[fde.start] > 1 {
+			t.Errorf("FDE at %#x: %d functions share %d rows, more than %d", fde.start, perFDE[fde.start], n, sframeJoinRows)
+		}
+	}
+	if len(perFDE) == len(funcs) {
+		t.Errorf("%d functions have %d FDEs: no FDE takes in the functions after its first", len(funcs), len(perFDE))
 	}
 
 	// The outermost frames end the walk; signal trampolines say so.
