@@ -268,9 +268,10 @@ func (ctxt *Link) sframe() {
 	nfres := 0
 	shared := map[string]int{} // encoded attributes and rows -> offset in fres
 
-	// The descriptor being built: it starts at function first and ends
-	// at end, after the function last, which is the text symbol before
-	// the one being looked at when it can take that one in.
+	// The descriptor being built: it covers [start, end), from the entry
+	// of the function first to the end of the function last, and can
+	// take in the next function only if last is the text symbol right
+	// before it.
 	var (
 		first, last loader.Sym
 		start, end  int64
@@ -299,28 +300,28 @@ func (ctxt *Link) sframe() {
 		nfres += len(rows)
 		return true
 	}
-	var prev loader.Sym
+	var prevText loader.Sym // the text symbol before s
 	for _, s := range ctxt.Textp {
 		fi := ldr.FuncInfo(s)
 		size := ldr.SymSize(s)
 		if !fi.Valid() || size == 0 {
-			prev = s
+			prevText = s
 			continue
 		}
 		r := sframeRows(ctxt, st, s, fi)
-		if prev != 0 && prev == last && sframeJoins(ctxt, first, start, end, rows, s, r) {
+		if prevText != 0 && prevText == last && sframeJoins(ctxt, first, start, end, rows, s, r) {
 			for _, row := range r[1:] {
 				row.off += uint32(ldr.SymValue(s) - start)
 				rows = append(rows, row)
 			}
 			end = ldr.SymValue(s) + size
-			last, prev = s, s
+			last, prevText = s, s
 			continue
 		}
 		if !flush() {
 			return
 		}
-		first, last, prev = s, s, s
+		first, last, prevText = s, s, s
 		start, end = ldr.SymValue(s), ldr.SymValue(s)+size
 		rows = append(rows[:0], r...)
 	}
