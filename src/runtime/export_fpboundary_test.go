@@ -217,8 +217,10 @@ func FPCheckStopped(gp *G) (r FPCheck, async, insyscall bool) {
 		copy(fpCheck.fpPCs[:], first[:nfirst])
 		fpCheck.nfp += nfirst
 		fpCheckUnwind(^uintptr(0), ^uintptr(0), ^uintptr(0), gp, 0, &fpCheck)
-		r = fpCheck.copyOut()
+		// Copy out (allocate) only after resumeG has dropped gp's scan
+		// bit, under which no lock that allocation takes may be taken.
 		resumeG(state)
+		r = fpCheck.copyOut()
 	})
 	return
 }

@@ -114,6 +114,10 @@ func CallersHere(buf []uintptr) int {
 
 var gfpHoldTestRan atomic.Bool
 
+// gfpHoldTestClose tells GoroutineProfileHoldStack's closing goroutine to
+// close its channel.
+var gfpHoldTestClose atomic.Bool
+
 // GoroutineProfileHoldStack parks a goroutine, takes hold of its stack as
 // the goroutine profile's walk does (gfpHoldStack), and has another
 // goroutine wake it. It reports whether the hold took the scan bit, and
@@ -132,10 +136,21 @@ func GoroutineProfileHoldStack() (scanBit, ranWhileHeld, ranAfter bool) {
 	for readgstatus(gp) != _Gwaiting {
 		Gosched()
 	}
+	// The goroutine that closes ch waits in casgstatus while the scan
+	// bit is held. It is started first: a go statement allocates, which
+	// must not happen under a scan bit (GOEXPERIMENT=staticlockranking).
+	closeNow := &gfpHoldTestClose
+	closeNow.Store(false)
+	go func() {
+		for !closeNow.Load() {
+			usleep(100)
+		}
+		close(ch)
+	}()
 	var held uint32
 	systemstack(func() { held = gfpHoldStack(gp) })
 	scanBit = held == _Gwaiting && readgstatus(gp) == _Gscanwaiting
-	go close(ch) // waits in casgstatus while the scan bit is held
+	closeNow.Store(true)
 	usleep(20000)
 	ranWhileHeld = ran.Load()
 	if held != 0 {

@@ -387,16 +387,22 @@ func lineageNewRegion(mp *m) {
 	if r != nil {
 		lineageFreeList = r.free
 		r.free = nil
-	} else {
-		r = (*lineageRegion)(lineageLowAlloc(unsafe.Sizeof(lineageRegion{}), 64))
-		r.blk = uint64(uintptr(unsafe.Pointer(&lineageNoBlock)))
-		r.next = lineageABI.regions
-		// nregions first, as for blocks (lineageNewBlock): a reader
-		// that reads the head and then the count never finds more
-		// regions on the list than the count says.
-		atomic.Xadd64(&lineageABI.nregions, 1)
-		atomic.Store64(&lineageABI.regions, uint64(uintptr(unsafe.Pointer(r))))
+		unlock(&lineageLock)
+		mp.lineage = r
+		return
 	}
+	unlock(&lineageLock)
+	// Allocate outside lineageLock, which is a leaf: lineageLowAlloc
+	// takes a lock of its own, as lineageNewBlock does.
+	r = (*lineageRegion)(lineageLowAlloc(unsafe.Sizeof(lineageRegion{}), 64))
+	r.blk = uint64(uintptr(unsafe.Pointer(&lineageNoBlock)))
+	lock(&lineageLock)
+	r.next = lineageABI.regions
+	// nregions first, as for blocks (lineageNewBlock): a reader that
+	// reads the head and then the count never finds more regions on the
+	// list than the count says.
+	atomic.Xadd64(&lineageABI.nregions, 1)
+	atomic.Store64(&lineageABI.regions, uint64(uintptr(unsafe.Pointer(r))))
 	unlock(&lineageLock)
 	mp.lineage = r
 }

@@ -120,7 +120,7 @@ func savegFP(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 		return false
 	}
 	held := gfpHoldStack(gp)
-	ok := savegFP1(gp, r, pcbuf)
+	ok, unshared := savegFP1(gp, r, pcbuf)
 	if debug.fpunwindcheck != 0 {
 		if sc := getg().m.fpScratch; sc != nil {
 			var u unwinder
@@ -129,12 +129,21 @@ func savegFP(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 			var fp []uintptr // a rejected walk counts as a mismatch
 			if ok {
 				fp = r.Stack
+				if unshared != nil {
+					fp = unshared
+				}
 			}
 			fpunwindcheckRecord(fpunwindcheckGoroutine, gp, fp, sc.slow[:n])
 		}
 	}
 	if held != 0 {
 		casfrom_Gscanstatus(gp, held|_Gscan, held)
+	}
+	if ok && unshared != nil {
+		// Allocated only now: under gp's scan bit, an allocation's mark
+		// assist could wait for that bit to scan gp's stack.
+		r.Stack = make([]uintptr, len(unshared))
+		copy(r.Stack, unshared)
 	}
 	return ok
 }
@@ -163,10 +172,13 @@ func gfpHoldStack(gp *g) uint32 {
 	}
 }
 
-func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
+// savegFP1 is savegFP with gp's stack held. A stack that is not in
+// goroutineProfStacks is returned in unshared (in pcbuf or the M's
+// scratch space), for savegFP to copy into r once it has released gp.
+func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) (ok bool, unshared []uintptr) {
 	sc := getg().m.fpScratch
 	if sc == nil {
-		return false
+		return false, nil
 	}
 	mayInsert := pcbuf != nil
 	if pcbuf == nil {
@@ -177,7 +189,7 @@ func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 	syscall := gp.syscallsp != 0
 	if !syscall && gp.fpprof.stk != 0 && gp.fpprof.at == gp.fpprof.transitions {
 		r.Stack = (*fpStackEntry)(unsafe.Pointer(gp.fpprof.stk)).logic()
-		return true
+		return true, nil
 	}
 	phys := sc.phys
 	var bp uintptr
@@ -188,7 +200,7 @@ func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 	}
 	n, how := fpWalk(bp, gp.stack.lo, gp.stack.hi, phys[1:])
 	if how != fpWalkEnd && how != fpWalkFull {
-		return false
+		return false, nil
 	}
 	phys = phys[:n+1]
 
@@ -211,16 +223,14 @@ func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 			e = goroutineProfStacks.insert(h, phys, 0, syscall, logic, nil, fallback)
 		}
 		if fallback {
-			return false
+			return false, nil
 		}
 		if e == nil {
-			r.Stack = make([]uintptr, len(logic))
-			copy(r.Stack, logic)
-			return true
+			return true, logic
 		}
 	}
 	if e.slow {
-		return false
+		return false, nil
 	}
 	if !syscall {
 		gp.fpprof.stk = uintptr(unsafe.Pointer(e))
@@ -232,7 +242,7 @@ func savegFP1(gp *g, r *profilerecord.StackRecord, pcbuf []uintptr) bool {
 	// This saves an allocation per goroutine, and the garbage collection
 	// it brings, which scans every goroutine's stack.
 	r.Stack = e.logic()
-	return true
+	return true, nil
 }
 
 // fpProfPrefetchAhead is how many goroutines ahead of the one being

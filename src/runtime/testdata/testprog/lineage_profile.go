@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -79,15 +80,23 @@ func LineageProfile() {
 	fmt.Println("OK")
 }
 
+// lpAcceptor starts the connections without arguments: a go statement
+// with arguments allocates a closure for them in the acceptor, whose
+// sample would charge the acceptor without lineageprofile too.
+//
 //go:noinline
 func lpAcceptor() {
-	for i := 0; i < lpConns; i++ {
-		go lpConn(i)
+	for range lpConns {
+		go lpConn()
 	}
 }
 
+// lpConnNext numbers the connections.
+var lpConnNext atomic.Int32
+
 //go:noinline
-func lpConn(i int) {
+func lpConn() {
+	i := int(lpConnNext.Add(1) - 1)
 	for j := 0; j < lpCrunchers; j++ {
 		go lpCruncher(i*lpCrunchers + j)
 	}

@@ -1,0 +1,117 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package runtime_test
+
+import (
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type pcountsObj [48]byte
+
+var pcountsSink []*pcountsObj
+
+// pcountsAlloc allocates one object, d frames below its first call: each
+// depth is a stack of its own, so a bucket of its own.
+//
+//go:noinline
+func pcountsAlloc(d int) *pcountsObj {
+	if d > 0 {
+		return pcountsAlloc(d - 1)
+	}
+	return new(pcountsObj)
+}
+
+// TestMemProfilePCounts checks that the allocations the Ps count
+// themselves (mprof_pcounts.go) all reach the profile: with more stacks
+// than a P has slots for, across collections, and across GOMAXPROCS
+// changes that destroy Ps with counts pending.
+func TestMemProfilePCounts(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1
+	defer func() { pcountsSink = nil }()
+
+	// Publish something, so that the Ps count.
+	pcountsSink = append(pcountsSink, new(pcountsObj))
+	runtime.GC()
+	runtime.GC()
+	if !runtime.MemProfPublished() {
+		t.Fatalf("the published heap profile is still empty after two collections")
+	}
+	base := pcountsProfile(t)
+
+	const depths = 12 // more than memProfPSlots
+	total := int64(0)
+	for round, procs := range []int{2, 4, 1, 3, 2} {
+		runtime.GOMAXPROCS(procs)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for g := range 2 * procs {
+			wg.Go(func() {
+				var keep []*pcountsObj
+				for i := range 3000 {
+					p := pcountsAlloc((i + g) % depths)
+					if i%4 == 0 {
+						keep = append(keep, p)
+					}
+				}
+				mu.Lock()
+				pcountsSink = append(pcountsSink, keep...)
+				mu.Unlock()
+			})
+			total += 3000
+		}
+		wg.Wait()
+		// Rounds 1 and 3 end with counts pending when the next one
+		// destroys Ps.
+		if round%2 == 0 {
+			runtime.GC()
+		}
+	}
+	pcountsSink = nil
+	runtime.GC()
+	runtime.GC()
+	runtime.GC()
+	got := pcountsProfile(t)
+	if allocs := got.allocs - base.allocs; allocs != total {
+		t.Errorf("profile has %d allocations of pcountsAlloc, want %d", allocs, total)
+	}
+	if got.allocs != got.frees {
+		t.Errorf("profile has %d allocations and %d frees of pcountsAlloc, want them equal", got.allocs, got.frees)
+	}
+}
+
+type pcountsCounts struct{ allocs, frees int64 }
+
+// pcountsProfile adds up the memory profile records of allocations in
+// pcountsAlloc.
+func pcountsProfile(t *testing.T) pcountsCounts {
+	t.Helper()
+	var recs []runtime.MemProfileRecord
+	for {
+		n, ok := runtime.MemProfile(recs, true)
+		if ok {
+			recs = recs[:n]
+			break
+		}
+		recs = make([]runtime.MemProfileRecord, n+50)
+	}
+	var c pcountsCounts
+	for _, r := range recs {
+		// Any frame: a sample taken on malloc's slow path may start
+		// with the malloc function (see TestMemoryProfiler).
+		for _, pc := range r.Stack() {
+			if f := runtime.FuncForPC(pc); f != nil && strings.HasSuffix(f.Name(), ".pcountsAlloc") {
+				c.allocs += r.AllocObjects
+				c.frees += r.FreeObjects
+				break
+			}
+		}
+	}
+	return c
+}
