@@ -2,7 +2,10 @@ package heap
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"fpsafe/benchmarks/internal/workload"
 )
@@ -53,6 +56,69 @@ func BenchmarkTree(b *testing.B) {
 			for range b.N {
 				workload.Sink = buildTree(treeDepth)
 			}
+		})
+	}
+}
+
+// treeCostRound is the number of trees BenchmarkTreeCost builds at one
+// rate before it switches to the other: several collections' worth, so
+// that each round pays its share of them.
+const treeCostRound = 128
+
+// median returns the median of x, which it sorts.
+func median(x []float64) float64 {
+	slices.Sort(x)
+	return x[len(x)/2]
+}
+
+// BenchmarkTreeCost measures the heap profiler's cost on the tree of
+// BenchmarkTree directly: it alternates rounds of trees at the default
+// rate and at rate 4096 in one process and reports the difference per
+// tree, in wall time (profile-ns/op) and in the process's CPU time on all
+// threads (profile-cpu-ns/op, which holds the collector's share). Pairing
+// the rounds cancels most of the drift of a shared machine, which the
+// difference of two separate BenchmarkTree results keeps; the metrics are
+// medians over the pairs. An op is one tree at each rate.
+func BenchmarkTreeCost(b *testing.B) {
+	for _, depth := range []int{9, 10, 12} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			def := runtime.MemProfileRate
+			defer func() { runtime.MemProfileRate = def }()
+			// Every stack has its bucket first, as in a long-running program.
+			runtime.MemProfileRate = 4096
+			for range 256 {
+				workload.Sink = buildTree(depth)
+			}
+			// The differences per tree, a pair of rounds each.
+			var wallDiff, cpuDiff []float64
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				n := min(treeCostRound, b.N-done)
+				var wall, cpu [2]time.Duration
+				for i, rate := range []int{def, 4096} {
+					// Trees at the new rate first, 2 MB of them, move the
+					// sampling point to it.
+					b.StopTimer()
+					runtime.MemProfileRate = rate
+					for range max(4, (2<<20)>>(depth+7)) {
+						workload.Sink = buildTree(depth)
+					}
+					b.StartTimer()
+					t0, c0 := time.Now(), workload.CPUTime()
+					for range n {
+						workload.Sink = buildTree(depth)
+					}
+					wall[i] += time.Since(t0)
+					cpu[i] += workload.CPUTime() - c0
+				}
+				wallDiff = append(wallDiff, float64(wall[1]-wall[0])/float64(n))
+				cpuDiff = append(cpuDiff, float64(cpu[1]-cpu[0])/float64(n))
+				done += n
+			}
+			// Medians: a round that a burst of other work on the machine
+			// slowed does not move them.
+			b.ReportMetric(median(wallDiff), "profile-ns/op")
+			b.ReportMetric(median(cpuDiff), "profile-cpu-ns/op")
 		})
 	}
 }

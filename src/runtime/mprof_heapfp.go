@@ -96,9 +96,9 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 	phys := sc.phys[:n]
 	h := fpStackHash(phys, size^mode<<1)
 	if debug.fpunwindcheck == 0 {
-		if e := memProfStacks.lookup(h, phys, size, mode == 1); e != nil {
-			if !e.slow {
-				return e.bucket
+		if b, slow, ok := memProfIndex.find(&memProfStacks, h, phys, size, mode == 1); ok { // mprof_fpindex.go
+			if !slow {
+				return b
 			}
 			nstk := callers(4, mp.profStack[:depth])
 			return stkbucket(memProfile, size, mp.profStack[:nstk], true)

@@ -92,21 +92,18 @@ type pcountsCounts struct{ allocs, frees int64 }
 // pcountsAlloc.
 func pcountsProfile(t *testing.T) pcountsCounts {
 	t.Helper()
-	var recs []runtime.MemProfileRecord
-	for {
-		n, ok := runtime.MemProfile(recs, true)
-		if ok {
-			recs = recs[:n]
-			break
-		}
-		recs = make([]runtime.MemProfileRecord, n+50)
-	}
+	return pcountsProfileOf(".pcountsAlloc")
+}
+
+// pcountsProfileOf adds up the memory profile records with a frame of the
+// function whose name ends in fn.
+func pcountsProfileOf(fn string) pcountsCounts {
 	var c pcountsCounts
-	for _, r := range recs {
+	for _, r := range memProfileRecords() {
 		// Any frame: a sample taken on malloc's slow path may start
 		// with the malloc function (see TestMemoryProfiler).
 		for _, pc := range r.Stack() {
-			if f := runtime.FuncForPC(pc); f != nil && strings.HasSuffix(f.Name(), ".pcountsAlloc") {
+			if f := runtime.FuncForPC(pc); f != nil && strings.HasSuffix(f.Name(), fn) {
 				c.allocs += r.AllocObjects
 				c.frees += r.FreeObjects
 				break
@@ -114,4 +111,44 @@ func pcountsProfile(t *testing.T) pcountsCounts {
 		}
 	}
 	return c
+}
+
+var pcountsFreeSink []*pcountsObj
+
+//go:noinline
+func pcountsFreeAlloc() *pcountsObj { return new(pcountsObj) }
+
+// TestMemProfilePCountsFrees checks that the frees the Ps log during a
+// sweep are in the profile as soon as runtime.GC returns, as upstream's
+// are: runtime.GC publishes the sweep's frees (mProf_PostSweep), so it
+// must first fold every P's log, which holds fewer frees than it folds by
+// itself.
+func TestMemProfilePCountsFrees(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1
+	runtime.GC()
+	runtime.GC()
+	if !runtime.MemProfPublished() {
+		t.Fatalf("the published heap profile is still empty after two collections")
+	}
+	count := func() (allocs, frees int64) {
+		c := pcountsProfileOf(".pcountsFreeAlloc")
+		return c.allocs, c.frees
+	}
+	a0, f0 := count()
+	const n = 50 // fewer than a log holds
+	for range n {
+		pcountsFreeSink = append(pcountsFreeSink, pcountsFreeAlloc())
+	}
+	runtime.GC()
+	runtime.GC()
+	if a, f := count(); a-a0 != n || f != f0 {
+		t.Fatalf("after allocating %d: %d allocations and %d frees, want %d and 0", n, a-a0, f-f0, n)
+	}
+	pcountsFreeSink = nil
+	runtime.GC()
+	if a, f := count(); a-a0 != n || f-f0 != n {
+		t.Errorf("after freeing them and one collection: %d allocations and %d frees, want %d and %d", a-a0, f-f0, n, n)
+	}
 }

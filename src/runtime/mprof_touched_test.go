@@ -26,21 +26,25 @@ func touchAllocAt(d, n int) {
 	}
 }
 
-// touchCounts returns the published allocs and frees of the buckets of
-// touchAllocAt, by depth.
-func touchCounts() (allocs, frees map[int]int64) {
+// memProfileRecords returns the published heap profile, with the records
+// that are all freed.
+func memProfileRecords() []runtime.MemProfileRecord {
 	var p []runtime.MemProfileRecord
 	n, _ := runtime.MemProfile(nil, true)
 	for {
 		p = make([]runtime.MemProfileRecord, n+50)
 		var ok bool
 		if n, ok = runtime.MemProfile(p, true); ok {
-			p = p[:n]
-			break
+			return p[:n]
 		}
 	}
+}
+
+// touchCounts returns the published allocs and frees of the buckets of
+// touchAllocAt, by depth.
+func touchCounts() (allocs, frees map[int]int64) {
 	allocs, frees = map[int]int64{}, map[int]int64{}
-	for _, r := range p {
+	for _, r := range memProfileRecords() {
 		d := -1
 		frames := runtime.CallersFrames(r.Stack())
 		for {
@@ -121,6 +125,66 @@ func TestMemProfileFlushTouched(t *testing.T) {
 		}
 		if got := f2[d] - f1[d]; got != want {
 			t.Errorf("second round, depth %d: %d frees published, want %d", d, got, want)
+		}
+	}
+}
+
+var touchTreeSink []*[4]int
+
+// touchTree allocates one object at each node of a binary tree of depth
+// d: its two call sites give each node a stack, and a bucket, of its own.
+//
+//go:noinline
+func touchTree(d int) {
+	touchTreeSink = append(touchTreeSink, new([4]int))
+	if d > 0 {
+		touchTree(d - 1)
+		touchTree(d - 1)
+	}
+}
+
+// TestMemProfileFlushTouchedMany touches more buckets in a cycle than a
+// block of the touched list holds, twice, so that the flush walks several
+// blocks and the second round reuses them.
+func TestMemProfileFlushTouchedMany(t *testing.T) {
+	defer func(old int) { runtime.MemProfileRate = old }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1
+	const depth = 10 // 2047 stacks
+	const nodes = 1<<(depth+1) - 1
+	count := func() (allocs, frees, buckets int64) {
+		for _, r := range memProfileRecords() {
+			for _, pc := range r.Stack() {
+				if f := runtime.FuncForPC(pc); f != nil && strings.HasSuffix(f.Name(), ".touchTree") {
+					allocs += r.AllocObjects
+					frees += r.FreeObjects
+					buckets++
+					break
+				}
+			}
+		}
+		return
+	}
+	runtime.GC()
+	runtime.GC()
+	a0, f0, _ := count()
+	for round := int64(1); round <= 2; round++ {
+		touchTreeSink = make([]*[4]int, 0, nodes)
+		touchTree(depth)
+		runtime.GC()
+		runtime.GC()
+		a, f, b := count()
+		if a-a0 != round*nodes || f-f0 != (round-1)*nodes {
+			t.Errorf("round %d, objects live: %d allocations and %d frees, want %d and %d", round, a-a0, f-f0, round*nodes, (round-1)*nodes)
+		}
+		if b < nodes {
+			t.Errorf("round %d: %d buckets, want at least %d", round, b, nodes)
+		}
+		touchTreeSink = nil
+		runtime.GC()
+		runtime.GC()
+		runtime.GC()
+		if a, f, _ = count(); a-a0 != round*nodes || f-f0 != round*nodes {
+			t.Errorf("round %d, objects freed: %d allocations and %d frees, want %d each", round, a-a0, f-f0, round*nodes)
 		}
 	}
 }
