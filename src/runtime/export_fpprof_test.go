@@ -156,10 +156,14 @@ func GoroutineProfileHoldStack() (scanBit, ranWhileHeld, ranAfter bool) {
 	if held != 0 {
 		systemstack(func() { casfrom_Gscanstatus(gp, held|_Gscan, held) })
 	}
+	// Yield while waiting: the closer, or the goroutine it wakes, may be
+	// queued on this P, and this loop is runtime code, which is not
+	// preempted.
 	for range 1000 {
 		if ran.Load() {
 			break
 		}
+		Gosched()
 		usleep(1000)
 	}
 	return scanBit, ranWhileHeld, ran.Load()
