@@ -49,7 +49,6 @@ package runtime
 
 import (
 	"internal/runtime/atomic"
-	"internal/runtime/sys"
 	"unsafe"
 )
 
@@ -137,20 +136,11 @@ func memProfPFoldFrees(c *memProfPCounts) {
 // memProfFoldBuckets counts one allocation (or one free) in future cycle
 // C+ahead of each bucket in log, and clears log.
 func memProfFoldBuckets(log []*bucket, ahead uint32, free bool) {
-	const dist = 8 // buckets; a bucket's header is fetched twice as far ahead
-	n := len(log)
-	for i := range min(n, 2*dist) {
-		sys.Prefetch(uintptr(unsafe.Pointer(log[i])))
-	}
+	mProfPrefetchStart(log) // mprof_touched.go
 	index := (mProfCycle.read() + ahead) % uint32(len(memRecord{}.future))
 	lock(&profMemFutureLock[index])
 	for i, b := range log {
-		if i+2*dist < n {
-			sys.Prefetch(uintptr(unsafe.Pointer(log[i+2*dist])))
-		}
-		if i+dist < n {
-			sys.Prefetch(uintptr(unsafe.Pointer(log[i+dist].mp())))
-		}
+		mProfPrefetchAhead(log, i)
 		mr := b.mp()
 		if free {
 			mr.future[index].frees++

@@ -105,19 +105,11 @@ func mProfForEachTouched(c uint32, f func(b *bucket, mr *memRecord) bool) {
 	if l.cur == nil {
 		return
 	}
-	const dist = 8 // buckets; a bucket's header is fetched twice as far ahead
 	for blk := l.first; ; blk = blk.next {
 		bs := blk.b[:blk.n]
-		for _, b := range bs[:min(len(bs), 2*dist)] {
-			sys.Prefetch(uintptr(unsafe.Pointer(b)))
-		}
+		mProfPrefetchStart(bs)
 		for i, b := range bs {
-			if i+2*dist < len(bs) {
-				sys.Prefetch(uintptr(unsafe.Pointer(bs[i+2*dist])))
-			}
-			if i+dist < len(bs) {
-				sys.Prefetch(uintptr(unsafe.Pointer(bs[i+dist].mp())))
-			}
+			mProfPrefetchAhead(bs, i)
 			if !f(b, b.mp()) {
 				return
 			}
@@ -125,6 +117,30 @@ func mProfForEachTouched(c uint32, f func(b *bucket, mr *memRecord) bool) {
 		if blk == l.cur {
 			return
 		}
+	}
+}
+
+// mProfPrefetchDist is how many buckets ahead of the one a loop over
+// buckets reads mProfPrefetchAhead fetches the record; it fetches the
+// bucket's header, where the record's offset is, twice as far ahead.
+const mProfPrefetchDist = 8
+
+// mProfPrefetchStart prefetches the headers of the first buckets of bs,
+// before a loop over bs that calls mProfPrefetchAhead.
+func mProfPrefetchStart(bs []*bucket) {
+	for _, b := range bs[:min(len(bs), 2*mProfPrefetchDist)] {
+		sys.Prefetch(uintptr(unsafe.Pointer(b)))
+	}
+}
+
+// mProfPrefetchAhead prefetches, at step i of a loop over bs, the header
+// and the record of buckets ahead of bs[i].
+func mProfPrefetchAhead(bs []*bucket, i int) {
+	if j := i + 2*mProfPrefetchDist; j < len(bs) {
+		sys.Prefetch(uintptr(unsafe.Pointer(bs[j])))
+	}
+	if j := i + mProfPrefetchDist; j < len(bs) {
+		sys.Prefetch(uintptr(unsafe.Pointer(bs[j].mp())))
 	}
 }
 
