@@ -52,15 +52,17 @@ import (
 	"unsafe"
 )
 
-// memProfPSlots is the number of buckets a P counts for at a time, and
-// memProfPLog the length of its log of samples of the other buckets.
+// memProfPSlots is the number of buckets a P counts allocations for at a
+// time, and memProfPLog the length of each of its logs: of the samples of
+// the other buckets, and of frees.
 const (
 	memProfPSlots = 8
 	memProfPLog   = 128
 )
 
-// memProfPCounts is a P's counts of sampled allocations in the current
-// cycle, not yet in its buckets' future[C+2].
+// memProfPCounts is a P's counts of the current cycle not yet in their
+// buckets: sampled allocations, for future[C+2], and frees, for
+// future[C+1].
 type memProfPCounts struct {
 	slots [memProfPSlots]memProfPSlot
 	nlog  uintptr
@@ -134,7 +136,7 @@ func memProfPFoldFrees(c *memProfPCounts) {
 }
 
 // memProfFoldBuckets counts one allocation (or one free) in future cycle
-// C+ahead of each bucket in log, and clears log.
+// C+ahead of each bucket in log.
 func memProfFoldBuckets(log []*bucket, ahead uint32, free bool) {
 	mProfPrefetchStart(log) // mprof_touched.go
 	index := (mProfCycle.read() + ahead) % uint32(len(memRecord{}.future))
@@ -150,7 +152,6 @@ func memProfFoldBuckets(log []*bucket, ahead uint32, free bool) {
 		mProfTouch(b, mr, index) // mprof_touched.go
 	}
 	unlock(&profMemFutureLock[index])
-	clear(log)
 }
 
 // mProf_FreeSampled counts the free of a sampled object of bucket b: in
