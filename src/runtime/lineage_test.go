@@ -392,22 +392,25 @@ func TestLineageChain(t *testing.T) {
 	res := make(chan linResult, 1)
 	var ok sync.WaitGroup
 	ok.Add(1)
-	go lineageA(t, &h, aRec, aGoid, bGoid, res)
+	goC := make(chan struct{})
+	go lineageA(t, &h, goC, aRec, aGoid, bGoid, res)
 	ra, ga := <-aRec, <-aGoid
 	gb := <-bGoid
 	// Wait for A to be gone and its g (record) reused by another goroutine.
+	// A's g is on the P's free list, or on the scheduler's when the P's
+	// overflowed, and g's that exited after A's lie before it: one
+	// goroutine at a time would take the same g again and again. Hold
+	// ever more goroutines alive at once, until one of them has A's g.
 	reused := false
-	for i := 0; i < 200000 && !reused; i++ {
-		done := make(chan struct{})
-		go func() { close(done) }()
-		<-done
-		r := h.readRec(t, ra)
-		reused = r.chain[0].goid != ga
+	for round := 0; round < 30 && !reused; round++ {
+		reused = lineageHoldGoroutines(min(16<<round, 1<<16), func() bool {
+			return h.readRec(t, ra).chain[0].goid != ga
+		})
 	}
 	if !reused {
 		t.Fatalf("A's record was never reused")
 	}
-	close(lineageGoC)
+	close(goC)
 	r := <-res
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -454,9 +457,28 @@ func TestLineageChain(t *testing.T) {
 	}
 }
 
-var lineageGoC = make(chan struct{})
+// lineageHoldGoroutines starts n goroutines, reports check's result while
+// all of them are alive, and returns once all have exited.
+func lineageHoldGoroutines(n int, check func() bool) bool {
+	var started, exited sync.WaitGroup
+	release := make(chan struct{})
+	started.Add(n)
+	exited.Add(n)
+	for range n {
+		go func() {
+			started.Done()
+			<-release
+			exited.Done()
+		}()
+	}
+	started.Wait()
+	ok := check()
+	close(release)
+	exited.Wait()
+	return ok
+}
 
-func lineageA(t *testing.T, h *linHdr, aRec chan<- uintptr, aGoid, bGoid chan<- uint64, res chan<- linResult) {
+func lineageA(t *testing.T, h *linHdr, goC <-chan struct{}, aRec chan<- uintptr, aGoid, bGoid chan<- uint64, res chan<- linResult) {
 	runtime.LockOSThread()
 	reg, _, err := h.selfErr()
 	runtime.UnlockOSThread()
@@ -465,12 +487,12 @@ func lineageA(t *testing.T, h *linHdr, aRec chan<- uintptr, aGoid, bGoid chan<- 
 	}
 	aRec <- uintptr(reg.cur)
 	aGoid <- runtime.Goid()
-	go lineageB(h, bGoid, res)
+	go lineageB(h, goC, bGoid, res)
 }
 
-func lineageB(h *linHdr, bGoid chan<- uint64, res chan<- linResult) {
+func lineageB(h *linHdr, goC <-chan struct{}, bGoid chan<- uint64, res chan<- linResult) {
 	bGoid <- runtime.Goid()
-	<-lineageGoC
+	<-goC
 	go lineageC(h, res)
 }
 
