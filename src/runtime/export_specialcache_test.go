@@ -4,7 +4,10 @@
 
 package runtime
 
-import "unsafe"
+import (
+	"internal/runtime/atomic"
+	"unsafe"
+)
 
 // SpecialProfileCounts stops the world and counts the heap profile
 // specials: in use according to their fixalloc, attached to spans, in the
@@ -24,6 +27,9 @@ func SpecialProfileCounts() (inuse, attached, cached, global, bad int) {
 			for sp := s.specials; sp != nil; sp = sp.next {
 				if sp.kind == _KindSpecialProfile {
 					attached++
+				} else if !spanSpecialsBit(s) {
+					// markrootSpans would miss this special.
+					bad++
 				}
 				if sp == s.specialHint && sp.kind == _KindSpecialProfile {
 					hintFound = true
@@ -67,6 +73,42 @@ func SpecialProfileCounts() (inuse, attached, cached, global, bad int) {
 			bad++
 		}
 		unlock(&mheap_.speciallock)
+	})
+	startTheWorld(stw)
+	return
+}
+
+// spanSpecialsBit reports whether s's bit in its arena's pageSpecials, the
+// bitmap markrootSpans reads, is set.
+func spanSpecialsBit(s *mspan) bool {
+	arenaPage := (s.base() / pageSize) % pagesPerArena
+	ai := arenaIndex(s.base())
+	ha := mheap_.arenas[ai.l1()][ai.l2()]
+	return atomic.Load8(&ha.pageSpecials[arenaPage/8])&(uint8(1)<<(arenaPage%8)) != 0
+}
+
+// SpecialProfileSpanBits stops the world and counts the in-use spans whose
+// specials are all heap profile records, by whether their pageSpecials bit
+// is set.
+func SpecialProfileSpanBits() (set, clear int) {
+	stw := stopTheWorld(stwForTestReadMemStatsSlow)
+	systemstack(func() {
+		for _, s := range mheap_.allspans {
+			if s.state.get() != mSpanInUse || s.specials == nil {
+				continue
+			}
+			only := true
+			for sp := s.specials; sp != nil; sp = sp.next {
+				only = only && sp.kind == _KindSpecialProfile
+			}
+			switch {
+			case !only:
+			case spanSpecialsBit(s):
+				set++
+			default:
+				clear++
+			}
+		}
 	})
 	startTheWorld(stw)
 	return

@@ -121,6 +121,17 @@ func (s *fpIndexSlot) matches(phys []uintptr, key uintptr, flag bool) bool {
 	return true
 }
 
+// prefetch starts fetching the lines of the slot where a lookup of hash h
+// begins.
+func (t *fpIndex) prefetch(h uintptr) {
+	if t.slots.Load() == nil {
+		return
+	}
+	s := uintptr(unsafe.Pointer(t.slot(h | 1)))
+	sys.Prefetch(s)
+	sys.Prefetch(s + 64)
+}
+
 // lookup returns the slot of phys, key and flag, whose hash is h, and
 // fpIndexFound; or says whether insert would find room for it.
 func (t *fpIndex) lookup(h uintptr, phys []uintptr, key uintptr, flag bool) (*fpIndexSlot, fpIndexStatus) {

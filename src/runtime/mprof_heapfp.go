@@ -33,6 +33,8 @@
 
 package runtime
 
+import "unsafe"
+
 // memProfStacks maps a physical stack, walked on the system stack or not
 // (flag), and an allocation size (key) to a memory profile bucket, or to
 // the slow path (see mprof_fpstktab.go).
@@ -75,7 +77,7 @@ func memProfWalkOK(how int, mode uintptr) bool {
 // must not be inlined.
 //
 //go:noinline
-func mProf_MallocFP(mp *m, size uintptr) *bucket {
+func mProf_MallocFP(mp *m, p unsafe.Pointer, size uintptr) (*bucket, *specialprofile) {
 	sc := mp.fpScratch
 	gp := getg()
 	// The first PC is the return address into mProf_Malloc; skipping three
@@ -91,17 +93,26 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 			nfp, _ := fpLogicalPCs(3, sc.phys[:n], sc.logic[:depth], false)
 			fpunwindcheckRecord(fpunwindcheckHeap, gp, sc.logic[:nfp], mp.profStack[:nstk])
 		}
-		return stkbucket(memProfile, size, mp.profStack[:nstk], true)
+		return stkbucket(memProfile, size, mp.profStack[:nstk], true), nil
 	}
 	phys := sc.phys[:n]
 	h := fpStackHash(phys, size^mode<<1)
+	// The stack's slot in the index is most likely not in the caches: ask
+	// for it, and attach the object's profile record, which waits for
+	// memory of its own, while it comes. mProf_Malloc sets the record's
+	// bucket; until then nothing reads it (the object cannot be swept).
+	memProfIndex.prefetch(h)
+	var sp *specialprofile
+	systemstack(func() {
+		sp = setprofilebucket(p, nil)
+	})
 	if debug.fpunwindcheck == 0 {
 		if b, slow, ok := memProfIndex.find(&memProfStacks, h, phys, size, mode == 1); ok { // mprof_fpindex.go
 			if !slow {
-				return b
+				return b, sp
 			}
 			nstk := callers(4, mp.profStack[:depth])
-			return stkbucket(memProfile, size, mp.profStack[:nstk], true)
+			return stkbucket(memProfile, size, mp.profStack[:nstk], true), sp
 		}
 	}
 
@@ -111,7 +122,7 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 	if debug.fpunwindcheck == 0 && (nfp == depth || stopped) && fpStackExact(getfp(), gp.stack.lo, hi, phys, sc.recs) {
 		b := stkbucket(memProfile, size, sc.logic[:nfp], true)
 		memProfStacks.insert(h, phys, size, mode == 1, nil, b, false)
-		return b
+		return b, sp
 	}
 	nstk := callers(4, mp.profStack[:depth])
 	same := eqslice(sc.logic[:nfp], mp.profStack[:nstk])
@@ -124,7 +135,7 @@ func mProf_MallocFP(mp *m, size uintptr) *bucket {
 	}
 	b := stkbucket(memProfile, size, mp.profStack[:nstk], true)
 	memProfStacks.insert(h, phys, size, mode == 1, nil, b, !same)
-	return b
+	return b, sp
 }
 
 // memProfStackKey is the key of memProfStacks entries that hold a logical

@@ -33,7 +33,22 @@
 //
 // The other cost of a profile special was adding it: addspecial walked the
 // span's sorted list from its head. It now starts from the profile special
-// last added to the span (mspan.specialHint), see below.
+// last added to the span (mspan.specialHint), see below. Two more costs
+// were lines every P writes, which the allocating P and the sweeper
+// passed back and forth for each special:
+//
+//   - addspecial set the span's bit in its arena's pageSpecials, with an
+//     atomic OR, and the sweeper cleared it with an atomic AND when the
+//     span lost its last special. The bitmap tells markrootSpans which
+//     spans hold finalizers, weak handles or cleanups, and it ignores
+//     profile records: a profile record no longer sets the bit, and a
+//     span whose bit is clear no longer has it cleared. markrootSpans also
+//     stops visiting spans that hold only profile records.
+//   - addspecial called ensureSwept, which registers with sweep.active by
+//     a compare-and-swap on the word every sweeper updates for every span.
+//     A profile record is added by malloc, with preemption disabled, to
+//     the object it just allocated, whose span is swept (a cached or a new
+//     span): addspecial skips ensureSwept for it.
 
 package runtime
 

@@ -7,7 +7,9 @@ package runtime_test
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 	"weak"
 )
 
@@ -88,5 +90,47 @@ func TestSpecialProfileCache(t *testing.T) {
 	check("end")
 	if !sawCached {
 		t.Errorf("no profile special was ever in a cache")
+	}
+}
+
+var specialBitSink []*[64]byte
+
+// TestSpecialProfileSpanBit checks that a heap profile record does not mark
+// its span in the arena's pageSpecials bitmap, which tells markrootSpans
+// where finalizers, weak handles and cleanups are (mprof_specialcache.go),
+// while a special of another kind still does (SpecialProfileCounts).
+func TestSpecialProfileSpanBit(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1
+	defer func() { specialBitSink = nil }()
+	specialBitSink = make([]*[64]byte, 4096)
+	for i := range specialBitSink {
+		specialBitSink[i] = new([64]byte)
+	}
+	set, clear := runtime.SpecialProfileSpanBits()
+	if clear == 0 {
+		t.Errorf("no span holding only profile records has its pageSpecials bit clear (%d have it set)", set)
+	}
+	// Finalizers on some of the objects: their spans must be marked, and
+	// the finalizers must run once the objects die.
+	var ran atomic.Int32
+	for i := 0; i < len(specialBitSink); i += 256 {
+		runtime.SetFinalizer(specialBitSink[i], func(*[64]byte) { ran.Add(1) })
+	}
+	if _, _, _, _, bad := runtime.SpecialProfileCounts(); bad != 0 {
+		t.Errorf("%d spans are not as they should be, with finalizers among profile records", bad)
+	}
+	runtime.GC() // the finalizers' objects stay alive through marking
+	if ran.Load() != 0 {
+		t.Fatalf("%d finalizers ran for reachable objects", ran.Load())
+	}
+	specialBitSink = nil
+	want := int32(4096 / 256)
+	for try := 0; try < 100 && ran.Load() < want; try++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := ran.Load(); got != want {
+		t.Errorf("%d of %d finalizers ran", got, want)
 	}
 }
