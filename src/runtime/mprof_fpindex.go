@@ -122,9 +122,9 @@ func (s *fpIndexSlot) matches(phys []uintptr, key uintptr, flag bool) bool {
 }
 
 // prefetch starts fetching the lines of the slot where a lookup of hash h
-// begins.
-func (t *fpIndex) prefetch(h uintptr) {
-	if t.slots.Load() == nil {
+// and n frames begins, if the index can hold such a stack.
+func (t *fpIndex) prefetch(h uintptr, n int) {
+	if n > fpIndexPCs || t.slots.Load() == nil {
 		return
 	}
 	s := uintptr(unsafe.Pointer(t.slot(h | 1)))

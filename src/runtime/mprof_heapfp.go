@@ -101,7 +101,7 @@ func mProf_MallocFP(mp *m, p unsafe.Pointer, size uintptr) (*bucket, *specialpro
 	// for it, and attach the object's profile record, which waits for
 	// memory of its own, while it comes. mProf_Malloc sets the record's
 	// bucket; until then nothing reads it (the object cannot be swept).
-	memProfIndex.prefetch(h)
+	memProfIndex.prefetch(h, len(phys))
 	var sp *specialprofile
 	systemstack(func() {
 		sp = setprofilebucket(p, nil)
