@@ -37,8 +37,11 @@ import "unsafe"
 
 // memProfStacks maps a physical stack, walked on the system stack or not
 // (flag), and an allocation size (key) to a memory profile bucket, or to
-// the slow path (see mprof_fpstktab.go).
-var memProfStacks = fpStackTab{name: "heap profile alias hash", nbuckets: 1 << 14}
+// the slow path (see mprof_fpstktab.go). Its 65536 chains (512 KB of
+// heads, touched as stacks arrive) keep them short where the index
+// (mprof_fpindex.go) overflows: with tens of thousands of stacks, each
+// entry passed on a chain was one more wait for memory.
+var memProfStacks = fpStackTab{name: "heap profile alias hash", nbuckets: 1 << 16}
 
 // fpOSStackSlack is how far above g0.stack.hi the frames of a thread's
 // root functions may lie on an OS-allocated stack.
