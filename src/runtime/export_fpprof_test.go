@@ -260,3 +260,9 @@ func (x *FPIndex) Find(h uintptr, phys []uintptr, key uintptr, flag bool) (tag u
 	b, slow, found := x.t.find(&x.tab, h, phys, key, flag)
 	return uintptr(unsafe.Pointer(b)), slow, found
 }
+
+// PrefetchWrite and PrefetchWrite3 are the write prefetches of prefetchw.go.
+var (
+	PrefetchWrite  = prefetchWrite
+	PrefetchWrite3 = prefetchWrite3
+)

@@ -283,10 +283,10 @@ func forEachGProfile(fn func(gp *g)) {
 			p := uintptr(unsafe.Pointer(atomicAllGIndex(ptr, j)))
 			sys.Prefetch(p + unsafe.Offsetof(g{}.sched))
 			sys.Prefetch(p + unsafe.Offsetof(g{}.sched) + unsafe.Offsetof(gobuf{}.bp))
-			sys.Prefetch(p + unsafe.Offsetof(g{}.atomicstatus))
 			sys.Prefetch(p + unsafe.Offsetof(g{}.lockedm))
-			sys.Prefetch(p + unsafe.Offsetof(g{}.goroutineProfiled))
-			sys.Prefetch(p + unsafe.Offsetof(g{}.fpprof))
+			// Lines the pass writes (prefetchw.go): the scan bit
+			// and status, the profile state, the stack cache.
+			prefetchWrite3(p+unsafe.Offsetof(g{}.atomicstatus), p+unsafe.Offsetof(g{}.goroutineProfiled), p+unsafe.Offsetof(g{}.fpprof))
 		}
 		if j := i + fpProfPrefetchAhead/2; j < length {
 			gp := atomicAllGIndex(ptr, j)
@@ -321,7 +321,7 @@ func forEachGProfileClear() {
 	ptr, length := atomicAllG()
 	for i := uintptr(0); i < length; i++ {
 		if j := i + fpProfPrefetchAhead; j < length {
-			sys.Prefetch(uintptr(unsafe.Pointer(&atomicAllGIndex(ptr, j).goroutineProfiled)))
+			prefetchWrite(uintptr(unsafe.Pointer(&atomicAllGIndex(ptr, j).goroutineProfiled)))
 		}
 		atomicAllGIndex(ptr, i).goroutineProfiled.Store(goroutineProfileAbsent)
 	}

@@ -52,10 +52,7 @@
 
 package runtime
 
-import (
-	"internal/runtime/sys"
-	"unsafe"
-)
+import "unsafe"
 
 // specialProfBatch is the number of specials in a batch.
 const specialProfBatch = 32
@@ -104,7 +101,7 @@ func specialProfAlloc() *specialprofile {
 	c.ncur--
 	// The next special was likely freed by the sweeper on another P:
 	// start moving its line here before the next sample needs it.
-	sys.Prefetch(uintptr(unsafe.Pointer(c.cur)))
+	prefetchWrite(uintptr(unsafe.Pointer(c.cur))) // prefetchw.go
 	releasem(mp)
 	s.special.next = nil
 	return s

@@ -140,7 +140,7 @@ func mProfPrefetchAhead(bs []*bucket, i int) {
 		sys.Prefetch(uintptr(unsafe.Pointer(bs[j])))
 	}
 	if j := i + mProfPrefetchDist; j < len(bs) {
-		sys.Prefetch(uintptr(unsafe.Pointer(bs[j].mp())))
+		prefetchWrite(uintptr(unsafe.Pointer(bs[j].mp()))) // counted into: prefetchw.go
 	}
 }
 
