@@ -16,10 +16,11 @@
 // itself, up to 24 frames, as 32-bit offsets from the start of the first
 // module's text. A lookup reads the slot the hash picks, both of whose
 // lines its caller prefetched together (prefetch), and the next slots on
-// a collision, so it waits for memory once. The comparison is exact, as the chained table's.
-// The slots take 2 MB of address space, whose pages are touched as stacks
-// arrive (upstream's bucket hash takes 1.4 MB). Slots of 40 or 56 frames
-// measured slower on many stacks: more pages, more TLB misses.
+// a collision, so it waits for memory once. The comparison is exact, as
+// the chained table's. The slots take 2 MB of address space, whose pages
+// are touched as stacks arrive (upstream's bucket hash takes 1.4 MB).
+// Slots of 40 or 56 frames measured slower on many stacks: more pages,
+// more TLB misses.
 //
 // A stack enters the index the second time it is sampled, from the
 // chained table where its first sighting put it: a program's rare stacks
