@@ -216,12 +216,16 @@ type FPIndex struct {
 	tab fpStackTab
 }
 
+// FPStackHash is the hash the profiles' stack tables and index use.
+func FPStackHash(stk []uintptr, extra uintptr) uintptr { return fpStackHash(stk, extra) }
+
 // FPIndexBase is the smallest PC a slot can hold.
 func FPIndexBase() uintptr { return fpIndexBase() }
 
 const (
 	FPIndexPCs   = fpIndexPCs
 	FPIndexProbe = fpIndexProbe
+	FPIndexSlots = fpIndexSlots
 )
 
 // FPIndex lookup results.

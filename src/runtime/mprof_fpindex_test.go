@@ -5,7 +5,9 @@
 package runtime_test
 
 import (
+	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -174,4 +176,80 @@ func TestFPIndexConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestFPStackHash checks that the stack hash tells apart stacks that
+// differ in one frame, in the order of two frames, in length or in the
+// extra word, whichever lanes the frames fall in.
+func TestFPStackHash(t *testing.T) {
+	base := runtime.FPIndexBase()
+	for n := 1; n <= 2*runtime.FPIndexPCs; n++ {
+		stk := make([]uintptr, n+1)
+		for i := range stk {
+			stk[i] = base + 0x1000 + uintptr(i)*0x37
+		}
+		longer, stk := stk, stk[:n]
+		seen := map[uintptr]string{runtime.FPStackHash(stk, 64): "the stack"}
+		differs := func(what string, s []uintptr, extra uintptr) {
+			t.Helper()
+			h := runtime.FPStackHash(s, extra)
+			if prev, ok := seen[h]; ok {
+				t.Errorf("%d frames: %s hashes as %s: %#x", n, what, prev, h)
+			}
+			seen[h] = what
+		}
+		differs("extra+8", stk, 72)
+		differs("the stack less its last frame", stk[:n-1], 64)
+		differs("the stack and one more frame", longer, 64)
+		for i := range n {
+			for _, d := range []uintptr{1, 4, 1 << 20} {
+				s := slices.Clone(stk)
+				s[i] += d
+				differs(fmt.Sprintf("frame %d + %#x", i, d), s, 64)
+			}
+			for j := i + 1; j < n; j++ {
+				s := slices.Clone(stk)
+				s[i], s[j] = s[j], s[i]
+				differs(fmt.Sprintf("frames %d and %d swapped", i, j), s, 64)
+			}
+		}
+	}
+}
+
+// TestFPStackHashSpread fills an index with the physical stacks of a
+// recursive tree builder, as the heap profile sees them: two call sites,
+// so every path from the root is a stack of its own, 8,191 stacks that
+// differ only in which of two PCs each frame holds. A hash that spreads
+// them as a random function would leaves about 250 of them out (their
+// probe windows full); one that clusters them leaves out many more.
+func TestFPStackHashSpread(t *testing.T) {
+	if runtime.FPIndexSlots != 1<<14 || runtime.FPIndexProbe != 4 {
+		t.Skip("the bound below is for 16,384 slots and windows of 4")
+	}
+	base := runtime.FPIndexBase()
+	malloc := []uintptr{base + 0x100, base + 0x230, base + 0x3a8} // the allocator's frames
+	sites := [2]uintptr{base + 0x5008, base + 0x5014}             // the two recursive calls
+	caller := []uintptr{base + 0x7020, base + 0x7100, base + 0x7400}
+	var x runtime.FPIndex
+	stacks, left := 0, 0
+	for depth := 0; depth <= 12; depth++ {
+		for path := 0; path < 1<<depth; path++ {
+			stk := slices.Clone(malloc)
+			for i := range depth {
+				stk = append(stk, sites[path>>i&1])
+			}
+			stk = append(stk, caller...)
+			if len(stk) > runtime.FPIndexPCs {
+				t.Fatalf("a stack of %d frames does not fit a slot", len(stk))
+			}
+			stacks++
+			if !x.Insert(runtime.FPStackHash(stk, 64), stk, 64, false, fpIndexTag(stacks)) {
+				left++
+			}
+		}
+	}
+	t.Logf("%d of %d stacks left out of the index", left, stacks)
+	if left > 500 {
+		t.Errorf("%d of %d stacks left out of the index of %d slots; a random hash leaves about 250", left, stacks, runtime.FPIndexSlots)
+	}
 }
