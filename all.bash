@@ -4,8 +4,9 @@
 # go command's and cmd/internal/objabi's for the version and toolchain patches), the project's
 # own Go modules (misc/, benchmarks/, with the SFrame dynamic check, whose counts it prints), the
 # linker's and the cgo build modes' tests (linkmodes), the fork's runtime tests with lock
-# ranking checked (lockrank), the stress corpus under fpcheck run, the arm64 runtime
-# tests under qemu-user, one quick benchmark round and one callgrind count.
+# ranking checked (lockrank) and built with -race (race), the stress corpus under fpcheck
+# run, the arm64 runtime tests under qemu-user, one quick benchmark round and one callgrind
+# count.
 #
 # Each step's results go to $ALLBASH_LOGS (default goroot-logs/): go test -json streams and
 # result records. misc/allbash reads them and prints the summary, whose last line is
@@ -16,7 +17,7 @@
 # on without them and lists the steps' skips instead of failing them, except under CI=true.
 #
 # Usage: ./all.bash [STEP...]
-#   steps (default all): make check tools upstream lockrank cmdgo linkmodes own stress arm64 bench callgrind release
+#   steps (default all): make check tools upstream lockrank race cmdgo linkmodes own stress arm64 bench callgrind release
 #   (release: ./release.bash builds dist/ from scratch, about 13 minutes on two cores, then
 #   the switch step has a stock go switch to the fork through dist/proxy and build a module)
 #   ARM64_COUNT=N: runs of each arm64 boundary test (default 200)
@@ -32,7 +33,7 @@ export PATH=$TOP/goroot/bin:$PATH GOTOOLCHAIN=local
 unset GOROOT GOEXPERIMENT GOOS GOARCH GOFLAGS
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(make check tools upstream lockrank cmdgo linkmodes own stress arm64 bench callgrind release)
+[ ${#steps[@]} -gt 0 ] || steps=(make check tools upstream lockrank race cmdgo linkmodes own stress arm64 bench callgrind release)
 want() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 # step NAME KIND CMD...: run CMD with its output in $LOGS/NAME.log, its go test -json
@@ -77,6 +78,15 @@ linkmodes_pkgs='cmd/link cmd/cgo/internal/testshared cmd/cgo/internal/testcshare
 lockrank_tests='Lineage|FP|MemProf|SpecialProfile|PCounts|GoroutineProfile|SystemGoroutine'
 lockrank() { GOEXPERIMENT=staticlockranking gotest -short -count=1 -run "$lockrank_tests" runtime; }
 
+# The same runtime tests and runtime/pprof's built with -race, which also checks every
+# conversion of an integer to a pointer (checkptr): the profiles' and the lineage readers'.
+race() {
+	local rc=0
+	gotest -race -short -count=1 -run "$lockrank_tests" runtime || rc=1
+	gotest -race -short -count=1 runtime/pprof || rc=1
+	return $rc
+}
+
 own() {
 	local rc=0 mod
 	for mod in $(find misc benchmarks -name go.mod -not -path '*/testdata/*' | LC_ALL=C sort); do
@@ -112,6 +122,7 @@ want check && step check exit ./fork check
 want tools && step tools results tools
 want upstream && step upstream results gotest -short -count=1 runtime runtime/pprof runtime/trace internal/trace cmd/internal/obj/... cmd/asm/... cmd/link/internal/ld
 want lockrank && step lockrank results lockrank
+want race && step race results race
 want cmdgo && step cmdgo results cmdgo
 want linkmodes && step linkmodes results gotest -count=1 -timeout=60m $linkmodes_pkgs
 want own && step own results own

@@ -100,7 +100,7 @@ func TestLineageProfile(t *testing.T) {
 		for _, name := range []string{"cpu", "allocs", "block", "mutex", "goroutine"} {
 			p := profs[name]
 			var crunchers, janitors int
-			var acceptorCum, cruncherCum int64
+			var acceptorCum, cruncherCum, inheritedCum int64
 			for _, s := range p.Sample {
 				if !slices.ContainsFunc(s.Value, func(v int64) bool { return v != 0 }) {
 					// A heap bucket whose allocations are not
@@ -125,6 +125,10 @@ func TestLineageProfile(t *testing.T) {
 				} else {
 					continue
 				}
+				if slices.Contains(fns, "main.lpAcceptor") {
+					// Below a worker's own function: inherited.
+					inheritedCum += s.Value[0]
+				}
 				if !on {
 					want = nil
 				}
@@ -144,8 +148,11 @@ func TestLineageProfile(t *testing.T) {
 			if on && acceptorCum < cruncherCum {
 				t.Errorf("%s %s: main.lpAcceptor cum %d < the crunchers' %d", godebug, name, acceptorCum, cruncherCum)
 			}
-			if !on && acceptorCum != 0 {
-				t.Errorf("%s %s: main.lpAcceptor cum %d, want 0", godebug, name, acceptorCum)
+			// Without lineage, main.lpAcceptor is in no worker's
+			// stack; it can still be in samples of its own (the
+			// runtime locks its go statements contend on).
+			if !on && inheritedCum != 0 {
+				t.Errorf("%s %s: main.lpAcceptor in the workers' samples, cum %d, want 0", godebug, name, inheritedCum)
 			}
 		}
 

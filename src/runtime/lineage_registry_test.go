@@ -56,7 +56,7 @@ func readLinReg(t *testing.T, h linHdr) linReg {
 		reasons: uintptr(peek64(a + lineageabi.OffWaitReasons)), nReasons: u(lineageabi.OffNWaitReasons),
 		strSize: u(lineageabi.OffStringSize),
 	}
-	copy(r.statusMap[:], unsafe.Slice((*byte)(unsafe.Pointer(a+lineageabi.OffStatusMap)), 16))
+	copy(r.statusMap[:], lineageabi.Bytes(a+lineageabi.OffStatusMap, 16))
 	return r
 }
 
@@ -98,7 +98,7 @@ func (r linReg) str(i uint8) string {
 	}
 	e := r.reasons + uintptr(i)*uintptr(r.strSize)
 	p, n := uintptr(peek64(e)), peek64(e+8)
-	return string(unsafe.Slice((*byte)(unsafe.Pointer(p)), n))
+	return string(lineageabi.Bytes(p, int(n)))
 }
 
 // readG reads the goroutine of record rec by the consistency rule: the
@@ -117,7 +117,7 @@ func (r linReg) readG(h linHdr, rec uintptr) (linG, bool) {
 			parent:  peek64(rec + uintptr(h.cParent)),
 			recGoid: peek64(rec + uintptr(h.cGoid)),
 			status:  0xff,
-			reason:  r.str(*(*uint8)(unsafe.Pointer(gp + uintptr(r.gWait)))),
+			reason:  r.str(lineageabi.P8(gp + uintptr(r.gWait))),
 			schedPC: peek64(gp + uintptr(r.gSchedPC)),
 			schedBP: peek64(gp + uintptr(r.gSchedBP)),
 		}

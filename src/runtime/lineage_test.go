@@ -7,6 +7,7 @@ package runtime_test
 import (
 	"fmt"
 	"internal/platform"
+	"internal/race"
 	"internal/testenv"
 	"os"
 	"reflect"
@@ -46,7 +47,7 @@ type linHdr struct {
 func readLinHdr(t *testing.T) linHdr {
 	t.Helper()
 	a := runtime.LineageHeaderAddr()
-	if string(unsafe.Slice((*byte)(unsafe.Pointer(a)), 16)) != lineageabi.Magic {
+	if string(lineageabi.Bytes(a, 16)) != lineageabi.Magic {
 		t.Fatalf("bad magic")
 	}
 	if v := peek32(a + lineageabi.OffVersion); v != lineageabi.Version {
@@ -131,7 +132,7 @@ func (h *linHdr) readRecErr(r uintptr) (linRec, error) {
 			continue
 		}
 		buf := make([]byte, h.recordSize)
-		copy(buf, unsafe.Slice((*byte)(unsafe.Pointer(r)), h.recordSize))
+		copy(buf, lineageabi.Bytes(r, int(h.recordSize)))
 		if peek64(r+uintptr(h.cSeq)) != s1 {
 			continue
 		}
@@ -337,7 +338,7 @@ func TestLineageHeaderInFile(t *testing.T) {
 	}
 	// A file header that differs from memory outside the run-time fields
 	// is refused.
-	mem := unsafe.Slice((*byte)(unsafe.Pointer(a)), lineageabi.HeaderSize)
+	mem := lineageabi.Bytes(a, lineageabi.HeaderSize)
 	file := slices.Clone(mem)
 	for _, f := range lineageabi.RunTime {
 		clear(file[f[0] : f[0]+f[1]])
@@ -828,8 +829,8 @@ func TestLineageStrippedStack(t *testing.T) {
 		{"-buildmode=pie", "-ldflags=-s -w"},
 	} {
 		t.Run(strings.Join(flags, " "), func(t *testing.T) {
-			if flags[0] == "-buildmode=pie" && !platform.BuildModeSupported(runtime.Compiler, "pie", runtime.GOOS, runtime.GOARCH) {
-				t.Skip("no PIE on", runtime.GOOS, runtime.GOARCH)
+			if flags[0] == "-buildmode=pie" && !lineagePIE() {
+				t.Skip("no PIE on", runtime.GOOS, runtime.GOARCH, "or with -race")
 			}
 			exe, err := buildTestProg(t, "testprog", flags...)
 			if err != nil {
@@ -846,6 +847,13 @@ func TestLineageStrippedStack(t *testing.T) {
 	}
 }
 
+// lineagePIE reports whether the test programs can be built as PIEs:
+// buildTestProg adds -race to a race-enabled test's builds, and -race
+// builds no PIE on linux/amd64.
+func lineagePIE() bool {
+	return platform.BuildModeSupported(runtime.Compiler, "pie", runtime.GOOS, runtime.GOARCH) && !race.Enabled
+}
+
 // Callbacks from a C-created thread run on an extra M, whose region must
 // name the thread and the callback goroutine and be freed when it exits.
 func TestLineageCgoCallback(t *testing.T) {
@@ -860,7 +868,7 @@ func TestLineageCgoCallback(t *testing.T) {
 	// A cgo PIE is linked externally, where the mapping that covers the
 	// header can be the read-only RELRO part: the reader's load bias must
 	// not depend on which mapping it looks at.
-	if !platform.BuildModeSupported(runtime.Compiler, "pie", runtime.GOOS, runtime.GOARCH) {
+	if !lineagePIE() {
 		return
 	}
 	exe, err := buildTestProg(t, "testprogcgo", "-buildmode=pie")

@@ -57,7 +57,7 @@ func TestLineageLabelsABI(t *testing.T) {
 
 	str := func(a uintptr) string {
 		p, n := uintptr(lineageabi.P64(a)), int(lineageabi.P64(a+8))
-		return string(unsafe.Slice((*byte)(unsafe.Pointer(p)), n))
+		return string(lineageabi.Bytes(p, n))
 	}
 	var found []map[string]string
 	for b := uintptr(lineageabi.P64(h + lineageabi.OffBlocks)); b != 0; b = uintptr(lineageabi.P64(b + u(lineageabi.OffBlockNext))) {

@@ -129,18 +129,32 @@ const (
 	FlagTLS     = 1 << 3
 )
 
-// P64 and P32 read this process's memory at a.
+// P64, P32, P16 and P8 read this process's memory at a, and Bytes the n
+// bytes from a, as a reader outside the process reads them: from an
+// address alone. So they are exempt from -race's pointer checks
+// (checkptr), which reject a pointer made from an integer that points
+// into the Go heap or a goroutine stack.
+//
+//go:nocheckptr
 func P64(a uintptr) uint64 { return *(*uint64)(unsafe.Pointer(a)) }
+
+//go:nocheckptr
 func P32(a uintptr) uint32 { return *(*uint32)(unsafe.Pointer(a)) }
+
+//go:nocheckptr
+func P16(a uintptr) uint16 { return *(*uint16)(unsafe.Pointer(a)) }
+
+//go:nocheckptr
+func P8(a uintptr) uint8 { return *(*uint8)(unsafe.Pointer(a)) }
+
+//go:nocheckptr
+func Bytes(a uintptr, n int) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(a)), n) }
 
 // Header is a header in this process's memory.
 type Header uintptr
 
 // U returns the uint32 header field at off, an offset the header publishes.
 func (h Header) U(off uintptr) uintptr { return uintptr(P32(uintptr(h) + off)) }
-
-// P16 reads this process's memory at a: the u16 record fields.
-func P16(a uintptr) uint16 { return *(*uint16)(unsafe.Pointer(a)) }
 
 // Region returns the active region of thread tid, found through the
 // registry (bounded by nregions), or 0.
@@ -208,7 +222,7 @@ func FindInExecutable() (Header, error) {
 	if P64(addr+OffSelf) != uint64(addr) || P32(addr+OffFlags)&FlagReady == 0 {
 		return 0, fmt.Errorf("header at %#x not ready or self %#x", addr, P64(addr+OffSelf))
 	}
-	if err := CompareFile(fh[:HeaderSize], unsafe.Slice((*byte)(unsafe.Pointer(addr)), HeaderSize)); err != nil {
+	if err := CompareFile(fh[:HeaderSize], Bytes(addr, HeaderSize)); err != nil {
 		return 0, err
 	}
 	return Header(addr), nil

@@ -98,12 +98,19 @@ func fpchainFrame() (callerFP, ret, here uintptr) {
 		step = -step
 	}
 	for a, i := here&^7, 0; i < 512; a, i = a+step, i+1 {
-		if *(*uintptr)(unsafe.Pointer(a)) == fpchainRet[0] {
-			return *(*uintptr)(unsafe.Pointer(a - 8)), fpchainRet[0], here
+		if fpchainLoad(a) == fpchainRet[0] {
+			return fpchainLoad(a - 8), fpchainRet[0], here
 		}
 	}
 	return 0, 0, here
 }
+
+// fpchainLoad reads the word at a, an address on a stack: the walks read
+// frame records from their addresses alone, so -race's pointer checks
+// (checkptr), which reject a pointer made from an integer, are off here.
+//
+//go:nocheckptr
+func fpchainLoad(a uintptr) uintptr { return *(*uintptr)(unsafe.Pointer(a)) }
 
 // fpchainCheck walks the frame-pointer chain and compares it with
 // runtime.Callers.
@@ -123,8 +130,8 @@ func fpchainCheck() {
 			fpchainErrorf("%s: bad frame pointer %#x after %d frames (local at %#x)", fpchainCtx, fp, len(fpPCs), here)
 			return
 		}
-		fpPCs = append(fpPCs, *(*uintptr)(unsafe.Pointer(fp + unsafe.Sizeof(fp))))
-		prev, fp = fp, *(*uintptr)(unsafe.Pointer(fp))
+		fpPCs = append(fpPCs, fpchainLoad(fp+unsafe.Sizeof(fp)))
+		prev, fp = fp, fpchainLoad(fp)
 	}
 	pcs := make([]uintptr, 256)
 	want := pcNames(pcs[:runtime.Callers(1, pcs)])

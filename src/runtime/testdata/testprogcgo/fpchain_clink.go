@@ -44,7 +44,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 )
 
 func init() {
@@ -146,13 +145,13 @@ func clinkCheck() {
 			clinkErrorf("bad frame pointer %#x after %d frames (local at %#x)", fp, len(chain), here)
 			return
 		}
-		pc := *(*uintptr)(unsafe.Pointer(fp + 8))
+		pc := fpchainLoad(fp + 8)
 		if runtime.FuncForPC(pc-1) != nil {
 			chain = append(chain, entry{pc: pc})
 		} else {
 			chain = append(chain, entry{pc: pc, name: clinkCName(pc), c: true})
 		}
-		fp = *(*uintptr)(unsafe.Pointer(fp))
+		fp = fpchainLoad(fp)
 	}
 	// The Go frames, as runtime.Callers gives them.
 	var goPCs []uintptr
