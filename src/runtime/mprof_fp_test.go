@@ -419,27 +419,41 @@ func TestGoroutineProfileRecordsReused(t *testing.T) {
 	}
 	parked.Wait()
 	p := make([]runtime.StackRecord, runtime.NumGoroutine()+100)
-	stacks := func() []string {
+	// stacks returns the stacks of the goroutines in fpgDeep, and how
+	// many of them are parked in the channel receive.
+	stacks := func() (s []string, parked int) {
 		got, ok := runtime.GoroutineProfile(p)
 		if !ok {
 			t.Fatalf("GoroutineProfile: %d records do not fit in %d", got, len(p))
 		}
-		var s []string
 		for _, r := range p[:got] {
 			fr := r.Stack()
+			deep, recv := false, false
 			for _, pc := range fr {
-				if f := runtime.FuncForPC(pc); f != nil && strings.HasSuffix(f.Name(), ".fpgDeep") {
-					s = append(s, fmt.Sprint(fr))
-					break
+				if f := runtime.FuncForPC(pc); f != nil {
+					deep = deep || strings.HasSuffix(f.Name(), ".fpgDeep")
+					recv = recv || f.Name() == "runtime.chanrecv1"
+				}
+			}
+			if deep {
+				s = append(s, fmt.Sprint(fr))
+				if recv {
+					parked++
 				}
 			}
 		}
 		sort.Strings(s)
-		return s
+		return s, parked
 	}
-	want := stacks()
-	if len(want) != n {
-		t.Fatalf("GoroutineProfile: %d goroutines in fpgDeep, want %d", len(want), n)
+	// A goroutine past parked.Done may not have reached the receive
+	// yet (a window -race widens): wait until all have.
+	want, parkedNow := stacks()
+	for try := 0; parkedNow < n && try < 1000; try++ {
+		time.Sleep(time.Millisecond)
+		want, parkedNow = stacks()
+	}
+	if len(want) != n || parkedNow != n {
+		t.Fatalf("GoroutineProfile: %d goroutines in fpgDeep, %d of them parked; want %d", len(want), parkedNow, n)
 	}
 	// The records of n goroutines take 24 bytes each on 64-bit (12 on
 	// 32-bit) when allocated afresh; the calling goroutine's own stack,
@@ -455,7 +469,7 @@ func TestGoroutineProfileRecordsReused(t *testing.T) {
 		t.Errorf("GoroutineProfile of %d goroutines allocated %d bytes a call; want the record slice reused", n, per)
 	}
 	for i := range 3 {
-		if got := stacks(); !slices.Equal(got, want) {
+		if got, _ := stacks(); !slices.Equal(got, want) {
 			t.Fatalf("call %d: profile of %d stacks differs from the first call's %d", i+2, len(got), len(want))
 		}
 	}
