@@ -420,7 +420,8 @@ func TestGoroutineProfileRecordsReused(t *testing.T) {
 	parked.Wait()
 	p := make([]runtime.StackRecord, runtime.NumGoroutine()+100)
 	// stacks returns the stacks of the goroutines in fpgDeep, and how
-	// many of them are parked in the channel receive.
+	// many of them are parked (in gopark, not still on their way there
+	// inside chanrecv).
 	stacks := func() (s []string, parked int) {
 		got, ok := runtime.GoroutineProfile(p)
 		if !ok {
@@ -432,7 +433,7 @@ func TestGoroutineProfileRecordsReused(t *testing.T) {
 			for _, pc := range fr {
 				if f := runtime.FuncForPC(pc); f != nil {
 					deep = deep || strings.HasSuffix(f.Name(), ".fpgDeep")
-					recv = recv || f.Name() == "runtime.chanrecv1"
+					recv = recv || f.Name() == "runtime.gopark"
 				}
 			}
 			if deep {
@@ -445,7 +446,7 @@ func TestGoroutineProfileRecordsReused(t *testing.T) {
 		sort.Strings(s)
 		return s, parked
 	}
-	// A goroutine past parked.Done may not have reached the receive
+	// A goroutine past parked.Done may not have parked in the receive
 	// yet (a window -race widens): wait until all have.
 	want, parkedNow := stacks()
 	for try := 0; parkedNow < n && try < 1000; try++ {
