@@ -193,7 +193,7 @@ func fpProfScratchInit(mp *m) {
 // only spreads them (TestFPStackHash, TestFPStackHashSpread).
 func fpStackHash(stk []uintptr, extra uintptr) uintptr {
 	const (
-		k0 = 0x9e3779b97f4a7c15 // odd multipliers with well-mixed bits
+		k0 = fpHashMul // odd multipliers with well-mixed bits
 		k1 = 0xbf58476d1ce4e5b9
 		k2 = 0x94d049bb133111eb
 	)
@@ -227,8 +227,11 @@ func fpStackHash(stk []uintptr, extra uintptr) uintptr {
 	return uintptr(h)
 }
 
+// fpHashMul is the multiplier of fpStackHash's lanes.
+const fpHashMul = 0x9e3779b97f4a7c15
+
 // fpHashLane mixes pc into h, one lane of fpStackHash.
 func fpHashLane(h uint64, pc uintptr) uint64 {
-	h = (h ^ uint64(pc)) * 0x9e3779b97f4a7c15
+	h = (h ^ uint64(pc)) * fpHashMul
 	return h<<27 | h>>37
 }
