@@ -2,7 +2,7 @@
 # all.bash builds the fork and tests it: make.bash, the patch series round trip, the tools
 # that CI installs, upstream's tests of the packages the fork changes (the runtime's, and the
 # go command's and cmd/internal/objabi's for the version and toolchain patches), the project's
-# own Go modules (misc/, benchmarks/, with the SFrame dynamic check, whose counts it prints), the
+# own Go modules (each go.mod under misc/ and benchmarks/, with the SFrame dynamic check), the
 # linker's and the cgo build modes' tests (linkmodes), the fork's runtime tests with lock
 # ranking checked (lockrank) and built with -race (race), the stress corpus under fpcheck
 # run, the arm64 runtime tests under qemu-user, one quick benchmark round and one callgrind
@@ -104,7 +104,7 @@ if [ -x goroot/bin/go ]; then
 else
 	buildgo=(env GOTOOLCHAIN="$(sed -n '1s/-.*//p' VERSION)" "$STOCK_GO")
 fi
-(cd misc && GOFLAGS=-mod=mod "${buildgo[@]}" build -o "$LOGS/allbash" ./allbash) ||
+(cd misc/allbash && GOFLAGS=-mod=mod "${buildgo[@]}" build -o "$LOGS/allbash" .) ||
 	{ echo "all.bash: cannot build misc/allbash"; echo "0 passed, 1 failed"; exit 1; }
 
 # The packages of the commands .ci/tools lists, before the first step: installed with apt-get
@@ -133,8 +133,8 @@ want arm64 && step arm64 results bash misc/arm64test/run.bash -count "${ARM64_CO
 want bench && step bench exit bash benchmarks/run.bash -quick -strict
 want callgrind && step callgrind results bash benchmarks/callgrind.bash -n 1 upstream fork
 switchcheck() {
-	(cd misc && FPSAFE_DIST="$TOP/dist" FPSAFE_STOCK_GO="$STOCK_GO" FPSAFE_NEWER_GO="$(cd .. && ./fork upstream)/bin/go" \
-		GOFLAGS=-mod=mod gotest -count=1 -run TestSwitchThroughProxy ./release)
+	(cd misc/release && FPSAFE_DIST="$TOP/dist" FPSAFE_STOCK_GO="$STOCK_GO" FPSAFE_NEWER_GO="$(cd ../.. && ./fork upstream)/bin/go" \
+		GOFLAGS=-mod=mod gotest -count=1 -run TestSwitchThroughProxy .)
 }
 want release && step release exit ./release.bash && step switch results switchcheck
 

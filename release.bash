@@ -8,5 +8,5 @@
 set -euo pipefail
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 UP=$("$TOP/fork" upstream)
-cd "$TOP/misc"
-GOTOOLCHAIN=local GOFLAGS=-mod=readonly exec nice "$UP/bin/go" run ./release -top "$TOP" -upstream "$UP" "$@"
+cd "$TOP/misc/release"
+GOTOOLCHAIN=local GOFLAGS=-mod=readonly exec nice "$UP/bin/go" run . -top "$TOP" -upstream "$UP" "$@"

@@ -51,7 +51,8 @@ Verbs:
   make       what make.bash does: lay out goroot/ as a plain tree when the series changed
              (refusing to replace unsaved work), run upstream's make.bash in it when its
              sources changed since the last build. A no-op when nothing changed.
-  tools      build fpcheck and golineage from misc/ with the fork's go into goroot/bin
+  tools      build fpcheck and golineage (misc/fpcheck, misc/golineage) with the fork's go
+             into goroot/bin
   upstream   print the pristine upstream GOROOT (fetching it if needed)
 
 Global flag (before the verb):

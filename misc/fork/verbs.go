@@ -356,7 +356,8 @@ func (f *fork) make(stdout io.Writer) error {
 	return runCmd(stdout, f.top, append(cleanEnv(), "GOTOOLCHAIN=local"), filepath.Join(f.work, "bin", "go"), "version")
 }
 
-// tools installs the fork's commands, built from misc/ with the fork's go, in goroot/bin.
+// tools installs the fork's commands, built with the fork's go, in goroot/bin.
+// Each is a module of its own under misc/ (misc/fpcheck, misc/golineage).
 // make.bash leaves them out: built cold, they cost 7% of a make.bash.
 func (f *fork) tools(stdout io.Writer) error {
 	gobin := filepath.Join(f.work, "bin", "go")
@@ -364,9 +365,16 @@ func (f *fork) tools(stdout io.Writer) error {
 		return fmt.Errorf("no %s; run ./make.bash first", gobin)
 	}
 	env := append(cleanEnv(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-	if err := runCmd(stdout, filepath.Join(f.top, "misc"), env, gobin, "build", "-o", filepath.Join(f.work, "bin")+string(filepath.Separator), "./fpcheck", "./golineage"); err != nil {
-		return fmt.Errorf("building the fork's commands in misc/ failed: %w", err)
+	bin := filepath.Join(f.work, "bin") + string(filepath.Separator)
+	for _, c := range forkCommands {
+		dir := filepath.Join(f.top, "misc", c)
+		if err := runCmd(stdout, f.top, env, gobin, "build", "-C", dir, "-o", bin, "."); err != nil {
+			return fmt.Errorf("building misc/%s failed: %w", c, err)
+		}
 	}
-	f.logf("installed fpcheck and golineage in %s", filepath.Join(f.work, "bin"))
+	f.logf("installed %s in %s", strings.Join(forkCommands, " and "), filepath.Join(f.work, "bin"))
 	return nil
 }
+
+// forkCommands are the fork's commands ./fork tools builds, each the module in misc/NAME.
+var forkCommands = []string{"fpcheck", "golineage"}

@@ -48,7 +48,7 @@
 //
 // Source and binary mode reduce each instruction to its effect on the frame
 // and stack pointers and follow every path with one model of the rules
-// (fpsafe.dev/misc/internal/fprule). They differ only in what each can
+// (fpsafe.dev/misc/fpcheck/internal/fprule). They differ only in what each can
 // see: the source has the fpcheck:link annotations, the machine code the
 // assembler's prologues and the callees' code.
 //

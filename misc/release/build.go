@@ -32,7 +32,7 @@ type releaser struct {
 	host    port
 }
 
-// The fork's commands that ship in pkg/tool/GOOS_GOARCH.
+// The fork's commands that ship in pkg/tool/GOOS_GOARCH, each the module in misc/NAME.
 var forkCommands = []string{"fpcheck", "golineage"}
 
 // The tools cmd/dist installs for a distribution (its toolsToInstall); a
@@ -329,16 +329,16 @@ func (r *releaser) distpackDir() string { return filepath.Join(r.goroot, "pkg", 
 
 func (r *releaser) toolsDir(p port) string { return filepath.Join(r.work, "tools", p.under()) }
 
-// buildCommands builds fpcheck and golineage for every port from the misc module.
+// buildCommands builds fpcheck and golineage for every port, each from its
+// module (misc/fpcheck, misc/golineage).
 func (r *releaser) buildCommands() error {
 	for _, p := range r.ports {
-		args := []string{"build", "-trimpath", "-buildvcs=false", "-o", r.toolsDir(p) + string(filepath.Separator)}
-		for _, c := range forkCommands {
-			args = append(args, "./"+c)
-		}
 		env := r.goEnv(p, "GOFLAGS=-mod=readonly")
-		if err := r.runIn(filepath.Join(r.cfg.top, "misc"), env, r.goCmd(), args...); err != nil {
-			return err
+		for _, c := range forkCommands {
+			args := []string{"build", "-trimpath", "-buildvcs=false", "-o", r.toolsDir(p) + string(filepath.Separator), "."}
+			if err := r.runIn(filepath.Join(r.cfg.top, "misc", c), env, r.goCmd(), args...); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

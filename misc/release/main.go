@@ -10,9 +10,10 @@
 // set to the VERSION time and every mode fixed. A port other than the host is
 // first cross-compiled with the built toolchain, with the flags cmd/dist uses
 // for a release (-trimpath, no DWARF in cmd). The fork's commands,
-// fpcheck and golineage, are built from the misc module for each port and
-// added to pkg/tool/GOOS_GOARCH of the binary archive and the module zip, so
-// that `go tool fpcheck` runs them whichever way the toolchain was installed.
+// fpcheck and golineage, are built from their modules (misc/fpcheck,
+// misc/golineage) for each port and added to pkg/tool/GOOS_GOARCH of the
+// binary archive and the module zip, so that `go tool fpcheck` runs them
+// whichever way the toolchain was installed.
 //
 // Everything that reaches the output is a function of the commit: the VERSION
 // time comes from git (see versionTime), paths are trimmed, the archives carry

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"fpsafe.dev/misc/fpcheck/internal/fprule"
 	"fpsafe.dev/misc/internal/fpchain"
-	"fpsafe.dev/misc/internal/fprule"
 )
 
 // A finding is reported at a source line.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fpsafe.dev/misc/internal/fprule"
+	"fpsafe.dev/misc/fpcheck/internal/fprule"
 )
 
 // archRegs names the registers that matter, per architecture.

@@ -34,8 +34,8 @@ import (
 	"sort"
 	"strings"
 
+	"fpsafe.dev/misc/fpcheck/internal/fprule"
 	"fpsafe.dev/misc/internal/fpchain"
-	"fpsafe.dev/misc/internal/fprule"
 	"fpsafe.dev/misc/internal/gobin"
 )
 

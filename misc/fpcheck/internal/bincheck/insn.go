@@ -1,6 +1,6 @@
 package bincheck
 
-import "fpsafe.dev/misc/internal/fprule"
+import "fpsafe.dev/misc/fpcheck/internal/fprule"
 
 // An insn is one decoded instruction, reduced to what the frame-pointer
 // analysis needs. Decoders for each architecture fill it in.

@@ -1,0 +1,3 @@
+module fpsafe.dev/misc/fork
+
+go 1.27

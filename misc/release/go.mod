@@ -1,0 +1,3 @@
+module fpsafe.dev/misc/release
+
+go 1.27
