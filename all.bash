@@ -19,7 +19,8 @@
 # Usage: ./all.bash [STEP...]
 #   steps (default all): make check tools upstream lockrank race cmdgo linkmodes own stress arm64 bench callgrind release
 #   (release: ./release.bash builds dist/ from scratch, about 13 minutes on two cores, then
-#   the switch step has a stock go switch to the fork through dist/proxy and build a module)
+#   the switch step has a stock go switch to the fork through dist/proxy and build a module,
+#   and a module outside the repository get the reader SDK from dist/proxy and build with it)
 #   ARM64_COUNT=N: runs of each arm64 boundary test (default 200)
 set -uo pipefail
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -134,7 +135,7 @@ want bench && step bench exit bash benchmarks/run.bash -quick -strict
 want callgrind && step callgrind results bash benchmarks/callgrind.bash -n 1 upstream fork
 switchcheck() {
 	(cd misc/release && FPSAFE_DIST="$TOP/dist" FPSAFE_STOCK_GO="$STOCK_GO" FPSAFE_NEWER_GO="$(cd ../.. && ./fork upstream)/bin/go" \
-		GOFLAGS=-mod=mod gotest -count=1 -run TestSwitchThroughProxy .)
+		GOFLAGS=-mod=mod gotest -count=1 -run '^(TestSwitchThroughProxy|TestSDKThroughProxy)$' .)
 }
 want release && step release exit ./release.bash && step switch results switchcheck
 

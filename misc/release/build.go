@@ -27,6 +27,8 @@ type releaser struct {
 	log     io.Writer
 	version string // VERSION's first line, goX.Y.Z-SUFFIX
 	vtime   string // RFC 3339, UTC
+	// sdkVersion is the reader SDK's module version (misc/lineage/VERSION).
+	sdkVersion string
 	work    string
 	goroot  string
 	host    port
@@ -56,6 +58,9 @@ func (r *releaser) release(stdout io.Writer) error {
 		r.cfg.out = filepath.Join(top, "dist")
 	}
 	if err := r.readVersion(); err != nil {
+		return err
+	}
+	if r.sdkVersion, err = readSDKVersion(top); err != nil {
 		return err
 	}
 	if err := r.checkClean(); err != nil {

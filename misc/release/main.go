@@ -13,7 +13,9 @@
 // fpcheck and golineage, are built from their modules (misc/fpcheck,
 // misc/golineage) for each port and added to pkg/tool/GOOS_GOARCH of the
 // binary archive and the module zip, so that `go tool fpcheck` runs them
-// whichever way the toolchain was installed.
+// whichever way the toolchain was installed. The reader SDK, the module
+// fpsafe.dev/misc, goes into the same GOPROXY tree at the version
+// misc/lineage/VERSION names (sdk.go).
 //
 // Everything that reaches the output is a function of the commit: the VERSION
 // time comes from git (see versionTime), paths are trimmed, the archives carry
@@ -40,6 +42,7 @@ Builds the fork for each port and writes to -out:
   VERSION.GOOS-GOARCH.tar.gz      binary archives (fpcheck, golineage in pkg/tool/GOOS_GOARCH)
   VERSION.src.tar.gz              the source archive
   proxy/golang.org/toolchain/@v/  list, .info, .mod, .zip: a GOPROXY tree for GOTOOLCHAIN
+  proxy/fpsafe.dev/misc/@v/       the reader SDK's module, at the version misc/lineage/VERSION names
   SHA256SUMS                      for sha256sum -c
 
 Flags:

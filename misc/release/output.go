@@ -1,7 +1,7 @@
 package main
 
 // The output directory: archives with the fork's commands added, the GOPROXY
-// tree, SHA256SUMS; then a check that each binary archive's go command runs.
+// tree (the toolchain modules and the reader SDK's module, sdk.go), SHA256SUMS; then a check that each binary archive's go command runs.
 
 import (
 	"bytes"
@@ -73,6 +73,9 @@ func (r *releaser) writeOutput() error {
 	slices.Sort(list)
 	if err := os.WriteFile(filepath.Join(proxy, "list"), []byte(strings.Join(list, "\n")+"\n"), 0o644); err != nil {
 		return err
+	}
+	if err := r.writeSDK(filepath.Join(tmp, "proxy")); err != nil {
+		return fmt.Errorf("the reader SDK's module: %w", err)
 	}
 	if err := writeSums(tmp); err != nil {
 		return err
