@@ -34,13 +34,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
+	"sync/atomic"
 
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
+	"golang.org/x/sys/unix"
 )
 
 // ABIVersion is the lineage ABI version this package reads.
@@ -64,7 +65,14 @@ type Options struct {
 }
 
 // Process is an open target: a live process or a core with its executable.
-// Its methods may be called from one goroutine at a time.
+//
+// Concurrency: Goroutines, GoroutineStacks, Stack, Regions, NewSampler,
+// Threads, ThreadIDs, ReadAt and ReadV may be called from several
+// goroutines at once (each Sampler from one goroutine at a time). Stop,
+// StopThread and OnTracerThread, which use the one tracer thread a
+// Process keeps, must be called from one goroutine at a time, and Close
+// when no other call is running. After Close every method returns
+// ErrClosed.
 type Process struct {
 	pid  int // 0 for a core
 	exe  *opentarget.Exe
@@ -72,20 +80,44 @@ type Process struct {
 	mem  target.Mem
 	core *target.Core
 	opts Options
-	// threads of a core: their registers, for the goroutines they run
+	// threads of a core or a Stopped: their registers, for the
+	// goroutines they run
 	threads []target.Thread
-	sites   map[uint64]Site // symbolized start PCs and go statements
-	names   *stack.StartNamer
+	sym     *symbols
+	closed  *atomic.Bool
 	tr      *target.Tracer // StopThread's, started by its first call
 	onTr    bool           // running on tr's thread (OnTracerThread)
 }
 
-// ErrExited reports a process that has exited (a zombie).
-var ErrExited = opentarget.ErrExited
+// newProcess is a Process reading mem, symbolized by exe.
+func newProcess(pid int, exe *opentarget.Exe, abi *lineageabi.ABI, mem target.Mem, opts *Options) *Process {
+	p := &Process{pid: pid, exe: exe, abi: abi, mem: mem, closed: new(atomic.Bool)}
+	p.sym = &symbols{starts: map[uint64]startSite{}, gos: map[uint64]Site{}, names: stack.NewStartNamer(exe.Bin, exe.Bias)}
+	if opts != nil {
+		p.opts = *opts
+	}
+	return p
+}
 
-// ErrNoLineage reports a target built without the lineage ABI (by an
-// upstream Go toolchain, for example).
-var ErrNoLineage = lineageabi.ErrNoABI
+// usable is the error of a call on a closed Process, or with a done
+// context.
+func (p *Process) usable(ctx context.Context) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if ctx != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// publicError is the package's error for err (errors.go).
+func (p *Process) publicError(err error) error {
+	if err != nil && p.closed.Load() {
+		return ErrClosed
+	}
+	return publicError(p.pid, err)
+}
 
 // OpenPID opens live process pid. Its memory is read with process_vm_readv,
 // which needs the permission ptrace would need (the same user and
@@ -95,16 +127,17 @@ func OpenPID(ctx context.Context, pid int, opts *Options) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if pid <= 0 {
+		return nil, &opentarget.NoProcessError{PID: pid}
+	}
 	exe, abi, err := opentarget.OpenLive(pid, opts != nil && opts.NoLineage)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, ErrNoProcess) || errors.Is(err, ErrExited) {
+			return nil, err
+		}
+		return nil, publicError(pid, err)
 	}
-	p := &Process{pid: pid, exe: exe, abi: abi, mem: target.ProcMem(pid), sites: map[uint64]Site{}}
-	p.names = stack.NewStartNamer(exe.Bin, exe.Bias)
-	if opts != nil {
-		p.opts = *opts
-	}
-	return p, nil
+	return newProcess(pid, exe, abi, target.ProcMem(pid), opts), nil
 }
 
 // OpenCore opens core file corePath dumped from executable exePath. It
@@ -118,7 +151,7 @@ func OpenCore(corePath, exePath string, opts *Options) (*Process, error) {
 	if opts == nil || !opts.NoLineage {
 		if abi, err = exe.FindABI(); err != nil {
 			exe.Close()
-			return nil, err
+			return nil, publicError(0, err)
 		}
 	}
 	c, err := exe.OpenCore(corePath, abi)
@@ -131,11 +164,8 @@ func OpenCore(corePath, exePath string, opts *Options) (*Process, error) {
 		exe.Close()
 		return nil, err
 	}
-	p := &Process{exe: exe, abi: abi, mem: target.NewCachedMem(c), core: c, threads: c.Threads, sites: map[uint64]Site{}}
-	p.names = stack.NewStartNamer(exe.Bin, exe.Bias)
-	if opts != nil {
-		p.opts = *opts
-	}
+	p := newProcess(0, exe, abi, target.NewCachedMem(c), opts)
+	p.core, p.threads = c, c.Threads
 	return p, nil
 }
 
@@ -191,6 +221,9 @@ func (p *Process) Threads() []Thread {
 // process's from /proc/PID/task (one directory read: nothing is stopped
 // and no memory read), a core's from its notes.
 func (p *Process) ThreadIDs() ([]int, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
 	if p.pid == 0 {
 		tids := make([]int, 0, len(p.threads))
 		for _, th := range p.threads {
@@ -199,11 +232,17 @@ func (p *Process) ThreadIDs() ([]int, error) {
 		sort.Ints(tids)
 		return tids, nil
 	}
-	return target.ListThreads(p.pid)
+	tids, err := target.ListThreads(p.pid)
+	return tids, p.publicError(err)
 }
 
-// Close releases the executable (and the core).
+// Close releases the executable (and the core) and the tracer thread, if
+// Stop or StopThread started one. A second Close does nothing and returns
+// nil.
 func (p *Process) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
 	if p.tr != nil {
 		p.tr.Close()
 	}
@@ -224,26 +263,37 @@ func (p *Process) LoadBias() uint64 { return p.exe.Bias }
 // addr: of a live process with process_vm_readv (it is not stopped, so
 // what it reads may be changing: see Stop), of a core from the file. An
 // unreadable range is an error that names it.
-func (p *Process) ReadAt(b []byte, addr uint64) error { return p.mem.ReadAt(b, addr) }
+func (p *Process) ReadAt(b []byte, addr uint64) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	return p.publicError(p.mem.ReadAt(b, addr))
+}
 
 // ReadV reads bufs[i] at addrs[i] for every i, with as few system calls
 // as it can (process_vm_readv takes up to 1024 ranges), and sets errs[i],
 // nil if bufs[i] was filled. The ranges are read in order; no order is
 // promised within one range.
 func (p *Process) ReadV(bufs [][]byte, addrs []uint64, errs []error) {
+	if p.closed.Load() {
+		for i := range errs {
+			errs[i] = ErrClosed
+		}
+		return
+	}
 	target.ReadV(p.mem, bufs, addrs, errs)
 }
 
 // view reads the lineage header and the region registry afresh.
 func (p *Process) view(ctx context.Context) (*lineageabi.View, error) {
+	if err := p.usable(ctx); err != nil {
+		return nil, err
+	}
 	if p.abi == nil {
 		return nil, fmt.Errorf("%s: %w (opened with NoLineage)", p.exe.Bin.Path, ErrNoLineage)
 	}
 	v, err := p.abi.Load(p.mem, p.exe.Bias)
 	if err != nil {
-		if p.pid != 0 && !processExists(p.pid) {
-			return nil, fmt.Errorf("process %d: %w", p.pid, target.ErrGone)
-		}
 		return nil, err
 	}
 	v.ReadLabels = !p.opts.NoLabels
@@ -253,7 +303,11 @@ func (p *Process) view(ctx context.Context) (*lineageabi.View, error) {
 	return v, nil
 }
 
-func processExists(pid int) bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	return err == nil
+// monotonicNow is this machine's CLOCK_MONOTONIC, 0 if it cannot be read.
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return ts.Nano()
 }

@@ -20,7 +20,7 @@ type Region struct {
 func (p *Process) Regions(ctx context.Context) ([]Region, error) {
 	v, err := p.view(ctx)
 	if err != nil {
-		return nil, err
+		return nil, p.publicError(err)
 	}
 	tids := v.Threads()
 	sort.Slice(tids, func(i, j int) bool { return tids[i] < tids[j] })
@@ -54,7 +54,7 @@ func (p *Process) NewSampler() (*Sampler, error) {
 func (s *Sampler) Refresh() error {
 	v, err := s.p.view(context.Background())
 	if err != nil {
-		return err
+		return s.p.publicError(err)
 	}
 	s.v = v
 	return nil
@@ -64,9 +64,12 @@ func (s *Sampler) Refresh() error {
 // Parent, Start, CreatedBy, Ancestors), nil if it runs none or has no
 // region (started since the last Refresh).
 func (s *Sampler) Current(tid int) (*Goroutine, error) {
+	if s.p.closed.Load() {
+		return nil, ErrClosed
+	}
 	rec, err := s.v.Thread(uint64(tid))
 	if err != nil || rec == nil {
-		return nil, err
+		return nil, s.p.publicError(err)
 	}
 	return s.p.fromRecord(rec), nil
 }

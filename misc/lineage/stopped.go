@@ -103,15 +103,21 @@ func (p *Process) StopThread(ctx context.Context, tid int, fn func(*Stopped)) (t
 		defer s.held.Store(false)
 		fn(s)
 	}
+	var d time.Duration
 	if p.onTr {
-		return tr.StopThreadOnThread(ctx, p.pid, tid, !p.opts.FastStops, f)
+		d, err = tr.StopThreadOnThread(ctx, p.pid, tid, !p.opts.FastStops, f)
+	} else {
+		d, err = tr.StopThreadContext(ctx, p.pid, tid, !p.opts.FastStops, f)
 	}
-	return tr.StopThreadContext(ctx, p.pid, tid, !p.opts.FastStops, f)
+	return d, p.publicError(err)
 }
 
 // tracer is the tracer thread the Process keeps, started (once the
 // process is found to have no other tracer) by its first use.
 func (p *Process) tracer(what string) (*target.Tracer, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
 	if p.pid == 0 {
 		return nil, fmt.Errorf("lineage: %s needs a live process", what)
 	}
@@ -170,20 +176,20 @@ func (p *Process) Stop(ctx context.Context) (*Stopped, error) {
 	if p.pid == 0 {
 		return nil, errors.New("lineage: Stop needs a live process (a core is already stopped)")
 	}
-	if err := ctx.Err(); err != nil {
+	if err := p.usable(ctx); err != nil {
 		return nil, err
 	}
 	if p.onTr {
 		st, err := p.tr.HoldOnThread(ctx, p.pid, !p.opts.FastStops)
 		if err != nil {
-			return nil, err
+			return nil, p.publicError(err)
 		}
 		s := &Stopped{direct: st, done: make(chan struct{})}
 		s.hold(p, st)
 		return s, nil
 	}
 	if err := target.CheckTracer(p.pid); err != nil {
-		return nil, err
+		return nil, p.publicError(err)
 	}
 	stack.Table(p.exe.Bin) // decoded before the stop, not while it holds the target
 	s := &Stopped{release: make(chan struct{}), done: make(chan struct{})}
@@ -208,7 +214,7 @@ func (p *Process) Stop(ctx context.Context) (*Stopped, error) {
 		if s.err == nil {
 			s.err = errors.New("lineage: the stop ended before it held the process")
 		}
-		return nil, s.err
+		return nil, p.publicError(s.err)
 	}
 	return s, nil
 }

@@ -345,7 +345,7 @@ func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
 	addr := a.Addr + bias
 	buf := make([]byte, HeaderSize)
 	if err := mem.ReadAt(buf, addr); err != nil {
-		return nil, fmt.Errorf("reading the lineage header at %#x: %v", addr, err)
+		return nil, fmt.Errorf("reading the lineage header at %#x: %w", addr, err)
 	}
 	h, err := ParseHeader(buf)
 	if err != nil {
@@ -502,13 +502,13 @@ func (v *View) ReadRecord(addr uint64) (*Record, error) {
 	for try := 0; try < maxRetries; try++ {
 		s1, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
 		if err != nil {
-			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
+			return nil, fmt.Errorf("reading lineage record %#x: %w", addr, err)
 		}
 		if s1&1 != 0 {
 			continue
 		}
 		if err := v.mem.ReadAt(buf, addr); err != nil {
-			return nil, fmt.Errorf("reading lineage record %#x: %v", addr, err)
+			return nil, fmt.Errorf("reading lineage record %#x: %w", addr, err)
 		}
 		s2, err := target.Word(v.mem, addr+uint64(h.OffRecSeq))
 		if err != nil {
@@ -576,7 +576,7 @@ type Step struct {
 // depth 0 ends the chain (Record.Root).
 func Chain(rec *Record) []Step {
 	var out []Step
-	if rec.Flags&RecCgoCallback != 0 || rec.Goid == 1 || rec.GoPC == 0 {
+	if !HasCreator(rec) {
 		return nil
 	}
 	out = append(out, Step{Goid: rec.Goid, ParentGoid: rec.ParentGoid, GoPC: rec.GoPC, StartPC: rec.StartPC, Stack: rec.Stack})
@@ -587,6 +587,13 @@ func Chain(rec *Record) []Step {
 		out = append(out, Step{Goid: a.Goid, GoPC: a.GoPC, StartPC: a.StartPC})
 	}
 	return out
+}
+
+// HasCreator reports whether rec's goroutine was created by a go statement
+// the record names (Chain is not empty): not goroutine 1, nor a goroutine
+// the runtime made for a cgo callback.
+func HasCreator(rec *Record) bool {
+	return rec.Flags&RecCgoCallback == 0 && rec.Goid != 1 && rec.GoPC != 0
 }
 
 // Root reports whether ancestor i is the root of the record's lineage (at

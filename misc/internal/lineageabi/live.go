@@ -539,11 +539,11 @@ func (v *View) recordAddrs(st *LiveStats, memo map[uint64]blockInfo, addrs []uin
 	}
 	head, err := target.Word(v.mem, v.Addr+OffBlocks)
 	if err != nil {
-		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
+		return nil, fmt.Errorf("reading the goroutine registry: %w", err)
 	}
 	nblocks, err := target.Word(v.mem, v.Addr+OffNBlocks)
 	if err != nil {
-		return nil, fmt.Errorf("reading the goroutine registry: %v", err)
+		return nil, fmt.Errorf("reading the goroutine registry: %w", err)
 	}
 	le := binary.LittleEndian
 	check := func(b uint64, info blockInfo) error {
@@ -566,7 +566,7 @@ func (v *View) recordAddrs(st *LiveStats, memo map[uint64]blockInfo, addrs []uin
 		if !known {
 			st.Calls++
 			if err := v.mem.ReadAt(hdr, b); err != nil {
-				return addrs, fmt.Errorf("reading registry block %#x: %v", b, err)
+				return addrs, fmt.Errorf("reading registry block %#x: %w", b, err)
 			}
 			info = blockInfo{le.Uint64(hdr[r.OffBlockNext:]), le.Uint32(hdr[r.OffBlockNrec:]), le.Uint32(hdr[r.OffBlockUsed:])}
 			if err := check(b, info); err != nil {

@@ -183,11 +183,11 @@ func (v *View) Goroutines() (gs []Goroutine, torn int, err error) {
 	// more blocks than the count read after its head.
 	head, err := target.Word(v.mem, v.Addr+OffBlocks)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
+		return nil, 0, fmt.Errorf("reading the goroutine registry: %w", err)
 	}
 	nblocks, err := target.Word(v.mem, v.Addr+OffNBlocks)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading the goroutine registry: %v", err)
+		return nil, 0, fmt.Errorf("reading the goroutine registry: %w", err)
 	}
 	d := &v.Damage
 	le := binary.LittleEndian
@@ -259,14 +259,14 @@ func (v *View) readGoroutine(addr uint64) (g *Goroutine, ok bool, err error) {
 	for try := 0; try < maxRetries; try++ {
 		seq, err := target.Word(v.mem, addr+uint64(v.H.OffRecSeq))
 		if err != nil {
-			return nil, false, fmt.Errorf("reading lineage record %#x: %v", addr, err)
+			return nil, false, fmt.Errorf("reading lineage record %#x: %w", addr, err)
 		}
 		if seq == 0 {
 			return nil, true, nil // handed out, not yet written
 		}
 		gp, err := target.Word(v.mem, addr+uint64(v.H.OffRecG))
 		if err != nil {
-			return nil, false, fmt.Errorf("reading lineage record %#x: %v", addr, err)
+			return nil, false, fmt.Errorf("reading lineage record %#x: %w", addr, err)
 		}
 		t1, err := v.u32(gp + uint64(r.OffGTransitions))
 		if err != nil {
@@ -302,7 +302,7 @@ func (v *View) readGoroutine(addr uint64) (g *Goroutine, ok bool, err error) {
 func (v *View) u32(addr uint64) (uint32, error) {
 	var b [4]byte
 	if err := v.mem.ReadAt(b[:], addr); err != nil {
-		return 0, fmt.Errorf("reading goroutine memory at %#x: %v", addr, err)
+		return 0, fmt.Errorf("reading goroutine memory at %#x: %w", addr, err)
 	}
 	return binary.LittleEndian.Uint32(b[:]), nil
 }
@@ -311,7 +311,7 @@ func (v *View) u32(addr uint64) (uint32, error) {
 func (v *View) readG(gp uint64) (*Goroutine, error) {
 	buf := make([]byte, v.Reg.gSpan)
 	if err := v.mem.ReadAt(buf, gp); err != nil {
-		return nil, fmt.Errorf("reading g %#x: %v", gp, err)
+		return nil, fmt.Errorf("reading g %#x: %w", gp, err)
 	}
 	g, err := v.parseG(gp, buf)
 	if err != nil {
@@ -339,7 +339,7 @@ func (v *View) readLabels(g *Goroutine) error {
 	le := binary.LittleEndian
 	var sl [16]byte
 	if err := v.mem.ReadAt(sl[:], g.labels+uint64(r.OffLabelsList)); err != nil {
-		return fmt.Errorf("goroutine %d: reading its labels at %#x: %v", g.Goid, g.labels, err)
+		return fmt.Errorf("goroutine %d: reading its labels at %#x: %w", g.Goid, g.labels, err)
 	}
 	p, n := le.Uint64(sl[:]), le.Uint64(sl[8:])
 	if n == 0 {
@@ -350,7 +350,7 @@ func (v *View) readLabels(g *Goroutine) error {
 	}
 	buf := make([]byte, n*uint64(r.LabelSize))
 	if err := v.mem.ReadAt(buf, p); err != nil {
-		return fmt.Errorf("goroutine %d: reading its labels at %#x: %v", g.Goid, p, err)
+		return fmt.Errorf("goroutine %d: reading its labels at %#x: %w", g.Goid, p, err)
 	}
 	str := func(b []byte) (string, error) {
 		sp, sn := le.Uint64(b), le.Uint64(b[8:])
@@ -360,7 +360,7 @@ func (v *View) readLabels(g *Goroutine) error {
 		s := make([]byte, sn)
 		if sn > 0 {
 			if err := v.mem.ReadAt(s, sp); err != nil {
-				return "", fmt.Errorf("goroutine %d: reading a label at %#x: %v", g.Goid, sp, err)
+				return "", fmt.Errorf("goroutine %d: reading a label at %#x: %w", g.Goid, sp, err)
 			}
 		}
 		return string(s), nil
@@ -426,7 +426,7 @@ func (v *View) waitObject(g *Goroutine, s uint64) error {
 			return fmt.Errorf("goroutine %d: select of more than %d cases (corrupt memory?)", g.Goid, maxWaitChains)
 		}
 		if err := v.mem.ReadAt(buf, s); err != nil {
-			return fmt.Errorf("reading sudog %#x: %v", s, err)
+			return fmt.Errorf("reading sudog %#x: %w", s, err)
 		}
 		s = v.Reg.sudogWait(g, buf)
 	}
@@ -496,18 +496,18 @@ func (v *View) waitReason(i uint8) (string, error) {
 	e := r.WaitReasons + uint64(i)*uint64(r.StringSize)
 	p, err := target.Word(v.mem, e)
 	if err != nil {
-		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
+		return "", fmt.Errorf("reading wait reason %d: %w", i, err)
 	}
 	n, err := target.Word(v.mem, e+8)
 	if err != nil {
-		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
+		return "", fmt.Errorf("reading wait reason %d: %w", i, err)
 	}
 	if n > 256 {
 		return "", fmt.Errorf("wait reason %d: implausible length %d", i, n)
 	}
 	b := make([]byte, n)
 	if err := v.mem.ReadAt(b, p); err != nil {
-		return "", fmt.Errorf("reading wait reason %d: %v", i, err)
+		return "", fmt.Errorf("reading wait reason %d: %w", i, err)
 	}
 	v.reasons.put(i, string(b))
 	return string(b), nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
@@ -24,11 +25,21 @@ func (e *Exe) Close() error { return e.Bin.Close() }
 // ErrExited reports a process that has exited (a zombie).
 var ErrExited = errors.New("exited")
 
+// ErrNoProcess reports a PID that no process has.
+var ErrNoProcess = errors.New("no such process")
+
+// NoProcessError is ErrNoProcess for a PID; it matches syscall.ESRCH too.
+type NoProcessError struct{ PID int }
+
+func (e *NoProcessError) Error() string { return fmt.Sprintf("process %d: no such process", e.PID) }
+
+func (e *NoProcessError) Unwrap() []error { return []error{ErrNoProcess, syscall.ESRCH} }
+
 // OpenLiveExe opens the executable of running process pid, with errors
 // that say why it cannot be read.
 func OpenLiveExe(pid int) (*Exe, error) {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-		return nil, fmt.Errorf("process %d: no such process", pid)
+		return nil, &NoProcessError{PID: pid}
 	}
 	if s := target.ProcState(pid); s == "Z" || s == "X" {
 		return nil, fmt.Errorf("process %d has %w: it is a zombie, which its parent has not reaped; nothing is left to read", pid, ErrExited)
@@ -40,11 +51,14 @@ func OpenLiveExe(pid int) (*Exe, error) {
 			return nil, &target.PermissionError{PID: pid, Err: err}
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("process %d: no such process (or it has no executable: a kernel thread)", pid)
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				return nil, &NoProcessError{PID: pid}
+			}
+			return nil, fmt.Errorf("process %d has no executable (a kernel thread): %w", pid, gobin.ErrNotGo)
 		}
 		if errors.Is(err, gobin.ErrNotGo) {
 			name, _ := os.Readlink(path)
-			return nil, fmt.Errorf("process %d (%s) is not a Go program", pid, name)
+			return nil, fmt.Errorf("process %d (%s) is not a Go program: %w", pid, name, gobin.ErrNotGo)
 		}
 		return nil, err
 	}
@@ -85,7 +99,7 @@ func OpenExe(path string) (*Exe, error) {
 	bin, err := gobin.Open(path)
 	if err != nil {
 		if errors.Is(err, gobin.ErrNotGo) {
-			return nil, fmt.Errorf("%s is not a Go program: %v", path, err)
+			return nil, fmt.Errorf("%s is not a Go program: %w", path, err)
 		}
 		return nil, err
 	}
@@ -102,10 +116,10 @@ func (e *Exe) FindABI() (*lineageabi.ABI, error) {
 		if v == "" {
 			v = "an unknown Go toolchain (no build info)"
 		}
-		return nil, fmt.Errorf("%s was built by %s, which does not publish the goroutine lineage ABI (build it with the fpsafe fork's toolchain, or use -native to print native stacks without lineage): %w", bin.Path, v, err)
+		return nil, fmt.Errorf("%s was built by %s, which does not publish the goroutine lineage ABI (build it with the fpsafe fork's toolchain): %w", bin.Path, v, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w (use -native to print native stacks without lineage)", bin.Path, err)
+		return nil, fmt.Errorf("%s: %w", bin.Path, err)
 	}
 	return abi, nil
 }

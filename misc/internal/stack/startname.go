@@ -48,6 +48,12 @@ type FuncLine struct {
 type StartName struct {
 	Fn      FuncLine  // the function the go statement names
 	Wrapper *FuncLine // the compiler's wrapper the goroutine starts in, if any
+	// Entry is the link-time entry of Fn's function; 0 if Fn was inlined
+	// into the wrapper (it has no code of its own).
+	Entry uint64
+	// Unresolved: the goroutine starts in a wrapper whose callee the code
+	// does not show (a call through a register); Fn names the wrapper.
+	Unresolved bool
 }
 
 // maxWrapperDepth bounds the walk through wrappers calling wrappers.
@@ -82,20 +88,22 @@ func (n *StartNamer) resolve(pc uint64) StartName {
 		return StartName{Fn: FuncLine{Func: fmt.Sprintf("?? pc=%#x", pc)}}
 	}
 	outer := EntryFrame(f)
-	sn := StartName{Fn: outer}
+	sn := StartName{Fn: outer, Entry: f.Entry}
 	for range maxWrapperDepth {
 		if !IsWrapper(f) {
 			break
 		}
 		fr, next := resolveWrapper(n.bin, f)
 		if fr == nil {
+			sn.Unresolved = true
 			break
 		}
-		sn.Fn, sn.Wrapper = *fr, &outer
+		sn.Fn, sn.Wrapper, sn.Entry = *fr, &outer, 0
 		if next == nil {
 			break // inlined: no code of its own to look into
 		}
 		f = next
+		sn.Entry = f.Entry
 	}
 	return sn
 }

@@ -35,6 +35,19 @@ type Walk struct {
 	Signal []int
 }
 
+// AppendKey appends to key bytes that identify w's frames: two walks with
+// equal keys have equal PCs and signal frames.
+func (w *Walk) AppendKey(key []byte) []byte {
+	for _, pc := range w.PCs {
+		key = binary.LittleEndian.AppendUint64(key, pc)
+	}
+	key = binary.LittleEndian.AppendUint64(key, ^uint64(0))
+	for _, i := range w.Signal {
+		key = binary.LittleEndian.AppendUint64(key, uint64(i))
+	}
+	return binary.LittleEndian.AppendUint64(key, ^uint64(0))
+}
+
 // IsSignal reports whether PCs[i] is an interrupted PC from a signal frame.
 func (w Walk) IsSignal(i int) bool {
 	for _, j := range w.Signal {

@@ -1,0 +1,34 @@
+// Package lineageraw lets the repository's own tools see what the lineage
+// SDK (fpsafe.dev/misc/lineage) decoded of a goroutine beyond its public
+// fields: the registry's reading of it (ABI status code, raw record with
+// the plausibility flags of a damaged core, wait list) and the stack walk
+// its frames came from. golineage reads targets through the SDK's public
+// methods, so that they are exactly as fast and as right for every reader,
+// and prints these details, which are not part of the SDK's promise.
+//
+// The SDK sets Goroutine when it is initialized.
+package lineageraw
+
+import (
+	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
+)
+
+// Goroutine returns the registry's reading of g, a *lineage.Goroutine, and
+// the walk of its stack (nil if the read walked none, or if g is a
+// region's goroutine, which has no registry reading).
+var Goroutine func(g any) (*lineageabi.Goroutine, *stack.Walk)
+
+// Stats returns what the read that gave s, a *lineage.Snapshot, counted:
+// the registry reader's statistics, sudogs included.
+var Stats func(s any) lineageabi.LiveStats
+
+// ParkedWalker returns a visit for lineageabi.ReadLive and
+// lineageabi.Cache.Changes that walks parked goroutines' stacks as the
+// SDK's GoroutineStacks does, reading p, a *lineage.Process: golineage's
+// wall-clock profile reads parked goroutines incrementally with it.
+var ParkedWalker func(p any) lineageabi.Visit[*stack.Walk]
+
+// TestHookWalk, if set, runs while a walk of parked goroutines' stacks
+// reads them (tests that change the target mid-read set it).
+var TestHookWalk func()
