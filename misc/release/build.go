@@ -22,16 +22,15 @@ type config struct {
 }
 
 type releaser struct {
-	cfg     config
-	ports   []port
-	log     io.Writer
-	version string // VERSION's first line, goX.Y.Z-SUFFIX
-	vtime   string // RFC 3339, UTC
-	// sdkVersion is the reader SDK's module version (misc/lineage/VERSION).
-	sdkVersion string
-	work    string
-	goroot  string
-	host    port
+	cfg        config
+	ports      []port
+	log        io.Writer
+	version    string // VERSION's first line, goX.Y.Z-SUFFIX
+	vtime      string // RFC 3339, UTC
+	sdkVersion string // the reader SDK's module version (misc/lineage/VERSION)
+	work       string
+	goroot     string
+	host       port
 }
 
 // The fork's commands that ship in pkg/tool/GOOS_GOARCH, each the module in misc/NAME.
