@@ -142,42 +142,38 @@ func stackEnd(stop string) error {
 
 // nameFromStack names the function a goroutine's go statement named from
 // its stack when the wrapper it starts in calls it through a register
-// ("go func(x int) {...}(x)" can compile so), which the wrapper's code
-// does not resolve: the frame the wrapper called is that function, once
-// the goroutine has run.
+// ("go f(x)" with f a function value), which the wrapper's code does not
+// resolve (stack.StartNamer.FromStack).
 func (p *Process) nameFromStack(g *Goroutine) {
-	if g.Wrapper.Function != "" || !p.unresolved(g.Start.PC) {
+	if g.Wrapper.Function != "" || g.raw == nil || len(g.Stack) == 0 || !p.unresolved(g.raw.Record.StartPC) {
 		return
 	}
-	for i := len(g.Stack) - 1; i > 0; i-- {
-		if g.Stack[i].Function != g.Start.Function || g.Stack[i].Inlined {
-			continue
-		}
-		callee := g.Stack[i-1]
-		if callee.Function == "" || callee.Inlined || inRuntime(callee.Function) {
-			return
-		}
-		f := p.exe.Bin.FindFunc(callee.PC - p.exe.Bias)
-		if f == nil {
-			return
-		}
-		e := stack.EntryFrame(f)
+	sy := p.sym
+	sy.mu.Lock()
+	sn := sy.names.FromStack(g.raw.Record.StartPC, stackLocs(g.Stack))
+	sy.mu.Unlock()
+	if sn != nil {
 		g.Wrapper = g.Start
-		g.Start = Site{PC: f.Entry + p.exe.Bias, Function: e.Func, File: e.File, Line: e.Line}
-		return
+		g.Start = Site{PC: sn.Entry + p.exe.Bias, Function: sn.Fn.Func, File: sn.Fn.File, Line: sn.Fn.Line}
 	}
 }
 
 // unresolved reports whether start PC pc is a wrapper whose callee its
 // code does not show.
 func (p *Process) unresolved(pc uint64) bool {
-	if pc == 0 {
-		return false
-	}
 	sy := p.sym
 	sy.mu.Lock()
 	defer sy.mu.Unlock()
 	return sy.names.Name(pc).Unresolved
+}
+
+// stackLocs are frames as the stack package takes them.
+func stackLocs(frames []Frame) []stack.Loc {
+	out := make([]stack.Loc, len(frames))
+	for i, f := range frames {
+		out[i] = stack.Loc{PC: f.PC, Func: f.Function, File: f.File, Line: f.Line, Offset: f.Offset, Inlined: f.Inlined, Signal: f.Signal, Wrapper: f.Wrapper}
+	}
+	return out
 }
 
 // A parkedWalker walks the stacks of parked goroutines, batch after batch,
@@ -310,6 +306,7 @@ func init() {
 		return lg.raw, lg.walk
 	}
 	lineageraw.Stats = func(s any) lineageabi.LiveStats { return s.(*Snapshot).stats }
+	lineageraw.Locs = func(frames any) []stack.Loc { return stackLocs(frames.([]Frame)) }
 	lineageraw.ParkedWalker = func(p any) lineageabi.Visit[*stack.Walk] {
 		return (&parkedWalker{p: p.(*Process)}).walk
 	}

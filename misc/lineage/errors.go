@@ -53,6 +53,7 @@ type VersionError struct {
 	Want  uint32 // the version this package reads (ABIVersion)
 }
 
+// Error says which versions, and what to do.
 func (e *VersionError) Error() string {
 	fix := "rebuild the target with this fork's toolchain"
 	if e.Found > e.Want {

@@ -2,6 +2,7 @@ package lineage_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -59,6 +60,84 @@ func Example() {
 	// created by: fpsafe.dev/misc/lineage_test.Example
 	// state: waiting chan receive chan
 	// its stack has fpsafe.dev/misc/lineage_test.exampleWorker
+}
+
+var stacksDone = make(chan struct{})
+
+// stacksWorker blocks below a call, until the example ends.
+//
+//go:noinline
+func stacksWorker(n int) {
+	if n > 0 {
+		stacksWorker(n - 1)
+		return
+	}
+	<-stacksDone
+}
+
+// This example reads every goroutine of the running program with its
+// stack, in one pass, and prints a worker it started as the program's own
+// goroutine dump would: only the frames the dump shows (DumpFrames), and
+// no goroutine of the runtime's own (System).
+func ExampleProcess_GoroutineStacks() {
+	go stacksWorker(2)
+	defer close(stacksDone)
+	ctx := context.Background()
+	p, err := lineage.OpenPID(ctx, os.Getpid(), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	for try := 0; try < 100; try++ { // until the worker has blocked
+		snap, err := p.GoroutineStacks(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, g := range snap.Goroutines {
+			if g.System || g.Start.Function != "fpsafe.dev/misc/lineage_test.stacksWorker" || g.State != lineage.StateWaiting {
+				continue
+			}
+			fmt.Printf("[%s] %s, started by a wrapper: %v\n", g.WaitReason, g.Start.Function, g.Wrapper.Function != "")
+			for _, f := range lineage.DumpFrames(g.Stack) {
+				fmt.Println(f.Function)
+			}
+			fmt.Println("created by", g.CreatedBy.Function)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("worker not found")
+	// Output:
+	// [chan receive] fpsafe.dev/misc/lineage_test.stacksWorker, started by a wrapper: true
+	// fpsafe.dev/misc/lineage_test.stacksWorker
+	// fpsafe.dev/misc/lineage_test.stacksWorker
+	// fpsafe.dev/misc/lineage_test.stacksWorker
+	// created by fpsafe.dev/misc/lineage_test.ExampleProcess_GoroutineStacks
+}
+
+// This example tells apart the errors of opening a process.
+func ExampleOpenPID_errors() {
+	_, err := lineage.OpenPID(context.Background(), -1, nil)
+	switch {
+	case errors.Is(err, lineage.ErrNoProcess):
+		fmt.Println("no such process")
+	case errors.Is(err, lineage.ErrExited):
+		fmt.Println("the process has exited")
+	case errors.Is(err, lineage.ErrPermission):
+		fmt.Println("permission denied: run as the process's user, or with CAP_SYS_PTRACE")
+	case errors.Is(err, lineage.ErrNotGo), errors.Is(err, lineage.ErrNoLineage):
+		fmt.Println("not a program built by the fpsafe toolchain")
+	case errors.Is(err, lineage.ErrVersion):
+		var ve *lineage.VersionError
+		errors.As(err, &ve)
+		fmt.Println("lineage ABI version", ve.Found)
+	case err != nil:
+		fmt.Println(err)
+	}
+	// Output:
+	// no such process
 }
 
 // This example stops a process, prints every goroutine with its innermost

@@ -25,6 +25,7 @@ type Site struct {
 	Line     int
 }
 
+// String is "function file:line", or the PC for code outside Go.
 func (s Site) String() string {
 	if s.Function == "" {
 		return fmt.Sprintf("%#x", s.PC)
@@ -422,6 +423,7 @@ var ErrRunning = errors.New("the goroutine is running: its stack is its thread's
 // The frames up to there are kept.
 type StackEndError struct{ Reason string }
 
+// Error says why the walk ended.
 func (e *StackEndError) Error() string { return "stack walk ended early: " + e.Reason }
 
 // Stack walks g's stack by frame pointers from where it resumes (for a

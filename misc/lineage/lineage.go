@@ -4,10 +4,12 @@
 // (doc/lineage-abi.md).
 //
 // A Process gives the threads' current goroutines (Regions, Sampler), every
-// goroutine with its parent, ancestors, state, wait reason, wait object,
-// pprof labels, start and creation sites (Goroutines), and a goroutine's
-// stack walked by frame pointers and symbolized from the executable's
-// pclntab, inlined frames expanded (Stack). A live process is read with
+// goroutine with its parent, ancestors, state, wait reason and time, wait
+// object, pprof labels, start and creation sites (Goroutines), and with its
+// stack too (GoroutineStacks: one batched pass, a few vectored reads per
+// hundred goroutines; Stack walks one goroutine's). Stacks are walked by
+// frame pointers and the executable's SFrame table and symbolized from its
+// pclntab, inlined frames expanded. A live process is read with
 // process_vm_readv and is never stopped: reads follow the ABI's
 // consistency rule, and a goroutine that keeps changing while read is left
 // out (Snapshot.Torn counts them). Stop holds every thread of a live
@@ -15,15 +17,35 @@
 // gives the threads' registers, and walks running goroutines' stacks too.
 // StopThread holds one thread while a function runs, the cheap stop of a
 // sampler, which runs its loop in OnTracerThread (where the stops are
-// made) and lists threads with ThreadIDs. ReadAt and ReadV read raw memory (of the process, the core, or
-// a Stopped) for a reader that decodes more than this package does.
-// OpenExecutable walks stacks in memory another reader serves (a
-// debugger's).
+// made) and lists threads with ThreadIDs. ReadAt and ReadV read raw memory
+// (of the process, the core, or a Stopped) for a reader that decodes more
+// than this package does. OpenExecutable walks stacks in memory another
+// reader serves (a debugger's).
 //
-// Stability: the API of this package is stable within the major version of
-// the module fpsafe.dev/misc: names are not removed or changed
-// incompatibly, fields may be added. It reads lineage ABI version 2 and
-// refuses other versions with an error that names them. Targets: Linux
+// # The program's own view
+//
+// The program's goroutine dump (runtime.Stack with all set, or
+// runtime/pprof's goroutine profile at debug=2) lists fewer goroutines and
+// frames than a reader finds: it leaves out the runtime's own goroutines
+// (Goroutine.System) and the runtime's internal frames and compiler
+// wrappers (Frame.Hidden). The goroutines with System false, in ID order,
+// each with DumpFrames of its Stack and its CreatedBy and Parent, are what
+// that dump prints, frame for frame.
+//
+// # Errors
+//
+// Errors match the package's sentinels with errors.Is whatever they wrap:
+// ErrNoProcess, ErrExited (at open, or at any read after it), ErrPermission,
+// ErrNotGo, ErrNoLineage, ErrVersion (a *VersionError says which versions),
+// ErrClosed, ErrRunning, ErrResumed, ErrThreadExited.
+//
+// # Versions
+//
+// The package is the module fpsafe.dev/misc, released at v0 semantic
+// versions (doc/install.md, "The reader SDK"): until v1, a minor version
+// may change or remove names, and the module's release notes say which;
+// a patch version changes none. It reads lineage ABI version 2
+// (ABIVersion) and refuses others with a *VersionError. Targets: Linux
 // processes and cores, amd64 and arm64, of programs built by this
 // repository's fork toolchain (the release the repository's VERSION file
 // names) with the lineage ABI on (the default; GODEBUG=lineage=0 turns
@@ -196,7 +218,9 @@ type CoreError struct {
 	Err    error
 }
 
+// Error is the underlying error's text.
 func (e *CoreError) Error() string { return e.Err.Error() }
+// Unwrap returns the underlying error.
 func (e *CoreError) Unwrap() error { return e.Err }
 
 // CoreDamage is what the core lost (the zero value for a whole core or a

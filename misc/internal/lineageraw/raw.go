@@ -29,6 +29,9 @@ var Stats func(s any) lineageabi.LiveStats
 // wall-clock profile reads parked goroutines incrementally with it.
 var ParkedWalker func(p any) lineageabi.Visit[*stack.Walk]
 
+// Locs converts frames, a []lineage.Frame, to the stack package's.
+var Locs func(frames any) []stack.Loc
+
 // TestHookWalk, if set, runs while a walk of parked goroutines' stacks
 // reads them (tests that change the target mid-read set it).
 var TestHookWalk func()

@@ -54,7 +54,10 @@ func OpenLiveExe(pid int) (*Exe, error) {
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
 				return nil, &NoProcessError{PID: pid}
 			}
-			return nil, fmt.Errorf("process %d has no executable (a kernel thread): %w", pid, gobin.ErrNotGo)
+			if target.IsKernelThread(pid) {
+				return nil, fmt.Errorf("process %d has no executable (a kernel thread): %w", pid, gobin.ErrNotGo)
+			}
+			return nil, fmt.Errorf("process %d has %w: it is exiting, and its executable is gone", pid, ErrExited)
 		}
 		if errors.Is(err, gobin.ErrNotGo) {
 			name, _ := os.Readlink(path)

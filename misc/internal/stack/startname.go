@@ -108,6 +108,33 @@ func (n *StartNamer) resolve(pc uint64) StartName {
 	return sn
 }
 
+// FromStack names the start of one goroutine that Name leaves unresolved
+// (a wrapper that calls the function through a register: "go f(x)" with f
+// a function value) from its stack, once it has run: its outermost frame
+// below runtime.goexit and the wrapper itself (present or elided) is the
+// function the go statement named. The answer holds for that goroutine
+// only (another goroutine started by the same wrapper may call another
+// function), so it is not cached. It is nil if the stack does not say.
+func (n *StartNamer) FromStack(pc uint64, frames []Loc) *StartName {
+	sn := n.Name(pc)
+	if !sn.Unresolved {
+		return nil
+	}
+	i := len(frames) - 1
+	for i >= 0 && (frames[i].Func == "runtime.goexit" || frames[i].Wrapper || frames[i].Func == sn.Fn.Func) {
+		i--
+	}
+	if i < 0 || frames[i].Inlined || frames[i].Func == "" || inRuntime(frames[i].Func) {
+		return nil
+	}
+	f := n.bin.FindFunc(frames[i].PC - n.bias)
+	if f == nil {
+		return nil
+	}
+	wrapper := sn.Fn
+	return &StartName{Fn: EntryFrame(f), Wrapper: &wrapper, Entry: f.Entry}
+}
+
 // EntryFrame is f at its entry: its name as tracebacks print it and the
 // line of its func keyword.
 func EntryFrame(f *gobin.Func) FuncLine {

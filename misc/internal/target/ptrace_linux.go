@@ -175,6 +175,28 @@ func ProcState(pid int) string {
 	return statState(fmt.Sprintf("/proc/%d/stat", pid))
 }
 
+// IsKernelThread reports whether pid is a kernel thread (PF_KTHREAD in the
+// flags of /proc/PID/stat): it has no executable, as a process that is
+// exiting has none once its memory is gone.
+func IsKernelThread(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return false
+	}
+	// After the command: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 7 {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&0x00200000 != 0
+}
+
 // statState is the state letter of a /proc stat file: the field after the
 // command name, which ends at the line's last ')'.
 func statState(path string) string {

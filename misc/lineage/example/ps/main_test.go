@@ -73,3 +73,37 @@ func TestPs(t *testing.T) {
 		t.Errorf("spawner created %d goroutines, want 4: %q", len(kids), kids)
 	}
 }
+
+// TestPsStacks runs ps -stacks against the fixture: each worker's stack is
+// the frames its own dump prints, with its creator.
+func TestPsStacks(t *testing.T) {
+	ps := filepath.Join(t.TempDir(), "ps")
+	if out, err := exec.Command("go", "build", "-o", ps, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	_, pid := fixture.Start(t)
+	worker := regexp.MustCompile(`goroutine \d+ \[chan receive\]:\nmain\.worker\n\t\S+/fixture/main\.go:\d+\ncreated by main\.spawner in goroutine \d+\n`)
+	var out string
+	for try := 0; try < 50; try++ { // until every worker has blocked
+		b, err := exec.Command(ps, "-stacks", strconv.Itoa(pid)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ps -stacks: %v\n%s", err, b)
+		}
+		if out = string(b); len(worker.FindAllString(out, -1)) == 3 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(worker.FindAllString(out, -1)); n != 3 {
+		t.Errorf("ps -stacks shows %d workers blocked in main.worker, want 3:\n%s", n, out)
+	}
+	if strings.Contains(out, "runtime.gopark") || strings.Contains(out, "gowrap") {
+		t.Errorf("ps -stacks shows frames the dump hides:\n%s", out)
+	}
+	// A process that is gone: one line, exit status 1.
+	cmd := exec.Command(ps, "999999999")
+	b, err := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || strings.Count(string(b), "\n") != 1 || !strings.Contains(string(b), "no such process") {
+		t.Errorf("ps of no process: %v, %q; want exit status 1 and one line", err, b)
+	}
+}
