@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"fpsafe.dev/misc/internal/lineageraw"
 )
 
 // TestZombieTarget: a target that has exited but is not reaped yet is
@@ -36,7 +38,7 @@ func TestExitDuringRead(t *testing.T) {
 	requireABI(t, exe)
 	for _, args := range [][]string{{"ps"}, {"ps", "-json"}, {"stacks", "-all"}} {
 		p := start(t, exe)
-		testHookWalk = func() {
+		lineageraw.TestHookWalk = func() {
 			if p.cmd.ProcessState == nil {
 				p.cmd.Process.Kill()
 				for !processGone(p.pid()) {
@@ -45,7 +47,7 @@ func TestExitDuringRead(t *testing.T) {
 			}
 		}
 		_, stderr, code := tool(t, append(args, strconv.Itoa(p.pid()))...)
-		testHookWalk = nil
+		lineageraw.TestHookWalk = nil
 		want := fmt.Sprintf("process %d exited while it was read", p.pid())
 		if code != 1 || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v of a process killed during the read: exit %d, stderr %q; want 1 and %q", args, code, stderr, want)

@@ -29,6 +29,9 @@ type goroutine struct {
 	Wait   time.Duration // how long it has waited, if known (live targets)
 	Frames []stack.Loc   // its stack, innermost first
 	Stop   string        // why the stack walk ended early
+	// named is what its stack says its start is, where its start PC's
+	// code does not (goroutineSet.nameFromStacks); nil otherwise.
+	named *startName
 }
 
 // lineage is the goroutine's creation chain, parent first.
@@ -165,28 +168,21 @@ func collectGoroutines(snap *snapshot, threads []stack.Thread) (*goroutineSet, e
 // wrappers), as the runtime's own goroutine dump does, so that a goroutine
 // reads the same from outside as from inside; but it keeps every frame of
 // a stack whose frames the dump would all hide, which the runtime then
-// prints whole (dumpShowsAny): a goroutine not started yet shows its go
+// prints whole (stack.DumpShowsAny): a goroutine not started yet shows its go
 // statement's wrapper and runtime.goexit.
 func elideWrappers(locs []stack.Loc) []stack.Loc {
-	if !dumpShowsAny(locs) {
+	if !stack.DumpShowsAny(locs) {
 		return locs
 	}
 	out := locs[:0]
 	callee := ""
 	for _, l := range locs {
-		if !l.Wrapper || panicCallee(callee) {
+		if !l.Wrapper || stack.PanicCallee(callee) {
 			out = append(out, l)
 		}
 		callee = l.Func
 	}
 	return out
-}
-
-// panicCallee reports whether a wrapper that called fn stays in a
-// traceback: the runtime shows a wrapper whose callee panicked
-// (runtime/traceback.go, elideWrapperCalling).
-func panicCallee(fn string) bool {
-	return fn == "runtime.gopanic" || fn == "runtime.sigpanic" || fn == "runtime.panicwrap"
 }
 
 // savedRegs gives the registers a goroutine that is not running resumes

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"fpsafe.dev/misc/internal/lineageraw"
 )
 
 // threadsHeld reports whether a thread of pid is in a ptrace stop or has a
@@ -163,8 +165,8 @@ func TestReadCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	walks := 0
-	testHookWalk = func() { walks++; cancel() }
-	defer func() { testHookWalk = nil }()
+	lineageraw.TestHookWalk = func() { walks++; cancel() }
+	defer func() { lineageraw.TestHookWalk = nil }()
 	_, err := readLive(ctx, p.pid())
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("readLive: %v, want context.Canceled", err)

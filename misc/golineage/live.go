@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +10,9 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/lineageraw"
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
-	"fpsafe.dev/misc/internal/target"
 	"fpsafe.dev/misc/lineage"
 	"golang.org/x/sys/unix"
 )
@@ -26,10 +25,6 @@ import (
 // and each goroutine kept only if it did not change while it was read
 // (lineageabi.ReadLive). A goroutine seen both on a thread and in the
 // registry is the thread's.
-
-// maxStackCopy bounds the bytes of a parked goroutine's stack copied in one
-// piece; a walk that goes beyond reads the rest word by word.
-const maxStackCopy = 64 << 10
 
 // readStats is what a read of a live target cost it.
 type readStats struct {
@@ -182,7 +177,7 @@ func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 	if verr != nil {
 		return r, verr
 	}
-	set, err := readGoroutinesLive(snap, view, r.threads, atThread, st)
+	set, err := readGoroutinesLive(p, snap, view.Note, r.threads, atThread, st)
 	if err != nil {
 		return r, err
 	}
@@ -231,19 +226,36 @@ func readThreadsEach(p *lineage.Process, snap *snapshot, view *lineageabi.View, 
 	return out, nil
 }
 
-// readGoroutinesLive reads the goroutine registry of a running process,
-// walking the stack of every goroutine that is not running, and merges
-// the threads' view (threads, read before, and their goroutines as their
-// g showed them then, by goid) into it.
-func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.Thread, atThread map[uint64]*lineageabi.Goroutine, st *readStats) (*goroutineSet, error) {
-	gs, walks, lst, err := lineageabi.ReadLive(view, func() lineageabi.Visit[*stack.Walk] {
-		return (&parkedWalker{snap: snap}).walk
-	})
-	st.reg = lst
+// readGoroutinesLive reads every goroutine of a running process with its
+// stack, through the SDK's batch read (lineage.Process.GoroutineStacks),
+// and merges the threads' view (threads, read before, and their goroutines
+// as their g showed them then, by goid) into it.
+func readGoroutinesLive(p *lineage.Process, snap *snapshot, note string, threads []stack.Thread, atThread map[uint64]*lineageabi.Goroutine, st *readStats) (*goroutineSet, error) {
+	s, err := p.GoroutineStacks(snap.ctx)
 	if err != nil {
 		return nil, err
 	}
-	set := newGoroutineSet(snap, view.Note, gs, walks, threads, atThread, lst.Torn)
+	st.reg = lineageraw.Stats(s)
+	gs := make([]lineageabi.Goroutine, 0, len(s.Goroutines))
+	stacks := make([]*walked, 0, len(s.Goroutines))
+	byStack := map[*lineage.Frame]*walked{} // goroutines parked alike share their frames
+	for _, g := range s.Goroutines {
+		raw, _ := lineageraw.Goroutine(g)
+		gs = append(gs, *raw)
+		var w *walked
+		if len(g.Stack) > 0 {
+			if w = byStack[&g.Stack[0]]; w == nil {
+				f := elideWrappers(lineageraw.Locs(g.Stack))
+				w = &walked{frames: f[:len(f):len(f)]}
+				if e, ok := g.StackErr.(*lineage.StackEndError); ok {
+					w.stop = e.Reason
+				}
+				byStack[&g.Stack[0]] = w
+			}
+		}
+		stacks = append(stacks, w)
+	}
+	set := newGoroutineSet(snap, note, gs, stacks, threads, atThread, s.Torn)
 	if err := snap.canceled(); err != nil {
 		return nil, err
 	}
@@ -255,154 +267,21 @@ func readGoroutinesLive(snap *snapshot, view *lineageabi.View, threads []stack.T
 	return set, nil
 }
 
-// testHookWalk, if set, runs while a parkedWalker reads stacks.
-var testHookWalk func()
-
-// A parkedWalker walks the stacks of parked goroutines, batch after batch,
-// copying each batch's stacks into the same buffer. Goroutines parked at
-// the same place have the same walk, which is kept once.
-type parkedWalker struct {
-	snap    *snapshot
-	buf     []byte
-	scratch stack.Walk
-	walks   map[string]*stack.Walk
-	key     []byte
-
-	// Per-goroutine scratch of a batch.
-	walked []bool
-	bufs   [][]byte
-	addrs  []uint64
-	regs   []target.Regs
-	errs   []error
+// walked is a goroutine's stack as a read walked and symbolized it.
+type walked struct {
+	frames []stack.Loc
+	stop   string // why the walk ended early
 }
 
-// reuse returns s resized to n zero elements, reusing its array if it can.
-func reuse[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
-}
-
-// intern returns the kept walk equal to pw.scratch.
-func (pw *parkedWalker) intern() *stack.Walk {
-	w := &pw.scratch
-	pw.key = appendWalkKey(pw.key[:0], *w)
-	pw.key = append(pw.key, w.Stop...)
-	if k, ok := pw.walks[string(pw.key)]; ok {
-		return k
-	}
-	if pw.walks == nil {
-		pw.walks = map[string]*stack.Walk{}
-	}
-	k := &stack.Walk{PCs: slices.Clone(w.PCs), Stop: w.Stop, Signal: slices.Clone(w.Signal)}
-	pw.walks[string(pw.key)] = k
-	return k
-}
-
-// appendWalkKey appends to key the bytes that identify w's frames.
-func appendWalkKey(key []byte, w stack.Walk) []byte {
-	for _, pc := range w.PCs {
-		key = binary.LittleEndian.AppendUint64(key, pc)
-	}
-	key = binary.LittleEndian.AppendUint64(key, ^uint64(0))
-	for _, i := range w.Signal {
-		key = binary.LittleEndian.AppendUint64(key, uint64(i))
-	}
-	return binary.LittleEndian.AppendUint64(key, ^uint64(0))
-}
-
-// walk walks the stack of each goroutine of gs that is not running, from
-// its saved registers, copying each stack (from the saved SP to the
-// stack's top, bounded) in one vectored read for the batch.
-func (pw *parkedWalker) walk(gs []*lineageabi.Goroutine) []*stack.Walk {
-	snap := pw.snap
-	out := make([]*stack.Walk, len(gs))
-	n := len(gs)
-	pw.walked = reuse(pw.walked, n)
-	pw.bufs = reuse(pw.bufs, n)
-	pw.addrs = reuse(pw.addrs, n)
-	pw.regs = reuse(pw.regs, n)
-	pw.errs = reuse(pw.errs, n)
-	walk, bufs, addrs, regs, errs := pw.walked, pw.bufs, pw.addrs, pw.regs, pw.errs
-	var total uint64
-	for i, g := range gs {
-		r, ok := savedRegs(*g)
-		if !ok {
-			continue
-		}
-		regs[i] = r
-		walk[i] = true
-		if r.SP >= g.StackLo && r.SP < g.StackHi {
-			addrs[i] = r.SP
-			total += min(g.StackHi-r.SP, maxStackCopy)
-		}
-	}
-	// The copies are needed only until the stacks are walked: the next
-	// batch reuses the buffer (its pages already faulted in).
-	if uint64(cap(pw.buf)) < total {
-		pw.buf = make([]byte, total)
-	}
-	buf := pw.buf[:total]
-	for i, g := range gs {
-		if addrs[i] != 0 {
-			n := min(g.StackHi-addrs[i], maxStackCopy)
-			bufs[i], buf = buf[:n:n], buf[n:]
-		}
-	}
-	if testHookWalk != nil {
-		testHookWalk()
-	}
-	target.ReadV(snap.mem, bufs, addrs, errs)
-	sc := &stackCopy{m: snap.mem}
-	for i := range gs {
-		if !walk[i] {
-			continue
-		}
-		sc.base, sc.b = addrs[i], bufs[i]
-		m := target.Mem(sc)
-		if errs[i] != nil {
-			m = snap.mem
-		}
-		pw.scratch.Unwind(m, snap.bin, snap.bias, regs[i])
-		out[i] = pw.intern()
-	}
-	return out
-}
-
-// stackCopy serves reads from a copy of part of a stack, and the rest from m.
-type stackCopy struct {
-	base uint64
-	b    []byte
-	m    target.Mem
-}
-
-func (c *stackCopy) ReadAt(p []byte, addr uint64) error {
-	if addr >= c.base && addr-c.base <= uint64(len(c.b)) && uint64(len(p)) <= uint64(len(c.b))-(addr-c.base) {
-		copy(p, c.b[addr-c.base:])
-		return nil
-	}
-	return c.m.ReadAt(p, addr)
-}
-
-func (c *stackCopy) Word(addr uint64) (uint64, error) {
-	if addr >= c.base && addr-c.base <= uint64(len(c.b)) && uint64(len(c.b))-(addr-c.base) >= 8 {
-		return binary.LittleEndian.Uint64(c.b[addr-c.base:]), nil
-	}
-	return target.Word(c.m, addr)
-}
-
-// newGoroutineSet builds the set of goroutines gs. walks[i], if walks is
-// not nil, is the stack of gs[i] walked already from its saved registers
-// (nil for one that was running); otherwise stacks are walked now from
-// snap's memory. A goroutine on one of threads gets the thread's stack,
+// newGoroutineSet builds the set of goroutines gs, in goid order (as the
+// SDK gives them). stacks[i], if stacks is not nil, is the stack of gs[i]
+// walked already from its saved registers (nil for one that was running);
+// otherwise stacks are walked now from snap's memory. A goroutine on one of threads gets the thread's stack,
 // whatever the registry said, but for one in a system call; and with the
 // thread's stack, the state it had when the thread was read (atThread, by
 // goid; nil when threads and registry were read at one instant), so that
 // state and stack agree.
-func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, walks []*stack.Walk, threads []stack.Thread, atThread map[uint64]*lineageabi.Goroutine, torn int) *goroutineSet {
+func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, stacks []*walked, threads []stack.Thread, atThread map[uint64]*lineageabi.Goroutine, torn int) *goroutineSet {
 	set := &goroutineSet{snap: snap, note: note, torn: torn, gs: make([]goroutine, 0, len(gs))}
 	onThread := map[uint64]stack.Thread{}
 	for _, t := range threads {
@@ -440,9 +319,9 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 		// A goroutine in a system call or cgo call is walked from where it
 		// entered it, as the runtime's dump does, even while its thread runs.
 		if !onT || g.Status == lineageabi.StatusSyscall {
-			if walks != nil {
-				if w := walks[i]; w != nil {
-					out.Frames, out.Stop = sym.walkFrames(w), w.Stop
+			if stacks != nil {
+				if w := stacks[i]; w != nil {
+					out.Frames, out.Stop = w.frames, w.stop
 				}
 			} else if regs, ok := savedRegs(*g); ok {
 				walk := stack.Unwind(snap.mem, snap.bin, snap.bias, regs)
@@ -457,6 +336,7 @@ func newGoroutineSet(snap *snapshot, note string, gs []lineageabi.Goroutine, wal
 		}
 		set.gs = append(set.gs, out)
 	}
+	set.nameFromStacks()
 	return set
 }
 
@@ -476,27 +356,13 @@ func monotonicNow(snap *snapshot) int64 {
 // symbolizer symbolizes goroutine walks (wrappers elided), once per
 // distinct walk: goroutines parked at the same place share their frames.
 type symbolizer struct {
-	snap   *snapshot
-	m      map[string][]stack.Loc
-	key    []byte                      // scratch
-	byWalk map[*stack.Walk][]stack.Loc // walks shared by goroutines (parkedWalker)
-}
-
-// walkFrames is frames(*w), remembered by w.
-func (s *symbolizer) walkFrames(w *stack.Walk) []stack.Loc {
-	if l, ok := s.byWalk[w]; ok {
-		return l
-	}
-	if s.byWalk == nil {
-		s.byWalk = map[*stack.Walk][]stack.Loc{}
-	}
-	l := s.frames(*w)
-	s.byWalk[w] = l
-	return l
+	snap *snapshot
+	m    map[string][]stack.Loc
+	key  []byte // scratch
 }
 
 func (s *symbolizer) frames(w stack.Walk) []stack.Loc {
-	key := appendWalkKey(s.key[:0], w)
+	key := w.AppendKey(s.key[:0])
 	s.key = key
 	if l, ok := s.m[string(key)]; ok {
 		return l

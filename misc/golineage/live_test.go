@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/lineageraw"
 	"fpsafe.dev/misc/internal/stack"
 )
 
@@ -38,11 +39,11 @@ func TestLiveReadStops(t *testing.T) {
 	p, _, dump := startParked(t)
 	var walks int
 	var traced []string
-	testHookWalk = func() {
+	lineageraw.TestHookWalk = func() {
 		walks++
 		traced = append(traced, tracedThreads(p.pid())...)
 	}
-	defer func() { testHookWalk = nil }()
+	defer func() { lineageraw.TestHookWalk = nil }()
 	r, err := readLive(context.Background(), p.pid())
 	if err != nil {
 		t.Fatal(err)

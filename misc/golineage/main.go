@@ -57,6 +57,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"fpsafe.dev/misc/lineage"
 )
 
 // A command is one golineage subcommand. Its usage lines, its -h text and
@@ -206,6 +208,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		inv.stdout = out
 	}
 	err = cmdRun(inv)
+	if errors.Is(err, lineage.ErrNoLineage) && fl.Lookup("native") != nil {
+		// The readers' errors give no advice about flags; a command
+		// that can read native stacks without lineage says so.
+		err = fmt.Errorf("%w (use -native to print native stacks without lineage)", err)
+	}
 	if ue, ok := err.(usageError); ok && ue.cmd == "" {
 		ue.cmd = c.name // e.g. parsePID's: the usage to see is c's
 		err = ue

@@ -36,12 +36,43 @@ func (s *goroutineSet) nameStarts() {
 	}
 }
 
+// nameFromStacks names the goroutines whose start the executable's code
+// leaves unresolved (a go statement's wrapper that calls a function value)
+// from their stacks (stack.StartNamer.FromStack).
+func (s *goroutineSet) nameFromStacks() {
+	if s.snap == nil || s.snap.bin == nil {
+		return
+	}
+	for i := range s.gs {
+		g := &s.gs[i]
+		if g.Record == nil || len(g.Frames) == 0 {
+			continue
+		}
+		if sn := s.startName(g.Record.StartPC); sn != nil && sn.Unresolved {
+			g.named = s.names.FromStack(g.Record.StartPC, g.Frames)
+		}
+	}
+}
+
+// goroutineStart is what g's start names: its own stack's answer if its
+// start PC's code leaves it open, else its start PC's.
+func (s *goroutineSet) goroutineStart(g *goroutine) *startName {
+	if g.named != nil {
+		return g.named
+	}
+	if g.Record == nil {
+		return nil
+	}
+	return s.startName(g.Record.StartPC)
+}
+
 // startFunc is the goroutine's function: the one its go statement names.
 func (s *goroutineSet) startFunc(g *goroutine) string {
-	if g.Record == nil {
+	sn := s.goroutineStart(g)
+	if sn == nil {
 		return "?"
 	}
-	return s.ancestorFunc(g.Record.StartPC)
+	return sn.Fn.Func
 }
 
 // ancestorFunc is startFunc for a start PC (an ancestor entry's).

@@ -16,6 +16,7 @@ import (
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/lineageraw"
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
@@ -554,9 +555,9 @@ func (w *wallParked) tick(snap *snapshot, view *lineageabi.View, onThreads []ppr
 		return
 	}
 	gone, added, _, err := w.cache.Changes(view, func() lineageabi.Visit[*pprofout.Sample] {
-		pw := &parkedWalker{snap: snap}
+		walk := lineageraw.ParkedWalker(snap.mem)
 		return func(gs []*lineageabi.Goroutine) []*pprofout.Sample {
-			walks := pw.walk(gs)
+			walks := walk(gs)
 			out := make([]*pprofout.Sample, len(gs))
 			for i, w := range walks {
 				if w != nil {

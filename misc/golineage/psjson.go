@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
 	"fpsafe.dev/misc/internal/lineageabi"
@@ -122,8 +121,14 @@ type framesKey struct {
 
 // start is the function at a start PC, and the wrapper it starts in if
 // any (names.go).
-func (s *goroutineSet) start(pc uint64) (fn, wrapper *frameJSON) {
-	sn := s.startName(pc)
+func (s *goroutineSet) start(pc uint64) (fn, wrapper *frameJSON) { return startJSON(s.startName(pc)) }
+
+// goroutineStartJSON is start for goroutine g (goroutineStart).
+func (s *goroutineSet) goroutineStartJSON(g *goroutine) (fn, wrapper *frameJSON) {
+	return startJSON(s.goroutineStart(g))
+}
+
+func startJSON(sn *startName) (fn, wrapper *frameJSON) {
 	if sn == nil {
 		return nil, nil
 	}
@@ -171,64 +176,15 @@ func (s *goroutineSet) stackJSON(frames []stack.Loc) (json.RawMessage, error) {
 }
 
 // dumpFrames keeps the frames the runtime's own traceback prints at the
-// default GOTRACEBACK level (runtime/traceback.go, showfuncinfo): not the
-// runtime's unexported functions (but runtime.gopanic when it is not the
-// innermost frame, and the finalizer and cleanup goroutines' loops), not
-// a wrapper unless a panic called it; and all of them if that leaves none
-// (dumpShowsAny).
+// default GOTRACEBACK level (stack.DumpHidden).
 func dumpFrames(locs []stack.Loc) []frameJSON {
 	var out []frameJSON
-	all := !dumpShowsAny(locs)
-	callee := ""
-	for i, l := range locs {
-		show := all || showInDump(l, i == 0, callee)
-		callee = l.Func
-		if show {
-			out = append(out, frameJSON{Func: stack.FuncName(l), File: l.File, Line: l.Line})
+	for i, hidden := range stack.DumpHidden(locs) {
+		if !hidden {
+			out = append(out, frameJSON{Func: stack.FuncName(locs[i]), File: locs[i].File, Line: locs[i].Line})
 		}
 	}
 	return out
-}
-
-// dumpShowsAny reports whether the runtime's traceback shows any of the
-// frames at the default level. If it shows none, it prints them all
-// instead (runtime/traceback.go, traceback1): so it does for a goroutine
-// that has not started (its start function, often a go statement's
-// wrapper, and runtime.goexit) and for one of the runtime's own.
-func dumpShowsAny(locs []stack.Loc) bool {
-	callee := ""
-	for i, l := range locs {
-		if showInDump(l, i == 0, callee) {
-			return true
-		}
-		callee = l.Func
-	}
-	return false
-}
-
-func showInDump(l stack.Loc, first bool, callee string) bool {
-	if l.Wrapper {
-		return panicCallee(callee)
-	}
-	switch l.Func {
-	case "runtime.runFinalizers", "runtime.runCleanups":
-		return true
-	case "runtime.gopanic":
-		if !first {
-			return true
-		}
-	}
-	if !strings.Contains(l.Func, ".") {
-		return false
-	}
-	name, ok := strings.CutPrefix(l.Func, "runtime.")
-	if !ok {
-		return true
-	}
-	// Exported runtime functions and methods of exported types:
-	// runtime.Goexit, runtime.(*Frames).Next.
-	name = strings.TrimPrefix(name, "(*")
-	return name != "" && 'A' <= name[0] && name[0] <= 'Z'
 }
 
 // writeJSON prints one object per line, goroutines in goid order.
@@ -238,7 +194,7 @@ func (s *goroutineSet) writeJSON(w io.Writer, stacks bool) error {
 		g := &s.gs[i]
 		j := goroutineJSON{Goid: g.Goid, Parent: g.Record.ParentGoid, Ancestors: []ancestorJSON{},
 			AncestorsTruncated: g.Record.Truncated(), State: g.jsonState(), Thread: g.TID}
-		j.Start, j.StartWrapper = s.start(g.Record.StartPC)
+		j.Start, j.StartWrapper = s.goroutineStartJSON(g)
 		for _, l := range g.Labels {
 			if j.Labels == nil {
 				j.Labels = map[string]string{}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,7 +37,7 @@ func (s *goroutineSet) goroutineTree() []*treeLine {
 	exited := map[uint64]lineageabi.Anc{}
 	children := map[uint64][]uint64{}
 	hasParent := map[uint64]bool{}
-	anon := s.anonymousAncestors(live)
+	anon, ambiguous := s.anonymousAncestors(live)
 	for i := range s.gs {
 		g := &s.gs[i]
 		child := g.Goid
@@ -69,6 +71,9 @@ func (s *goroutineSet) goroutineTree() []*treeLine {
 	state := func(id uint64) string {
 		if g, ok := live[id]; ok {
 			return g.state()
+		}
+		if m := ambiguous[id]; len(m) > 0 {
+			return "exited, or one of goroutines " + goidList(m)
 		}
 		return "exited"
 	}
@@ -109,7 +114,7 @@ func (s *goroutineSet) goroutineTree() []*treeLine {
 			if n == nil {
 				n = &treeLine{state: state(id), g: live[id]}
 				if n.g != nil {
-					n.start = s.startName(n.g.Record.StartPC)
+					n.start = s.goroutineStart(n.g)
 				} else {
 					n.start = s.startName(exited[id].StartPC)
 				}
@@ -149,25 +154,60 @@ func (s *goroutineSet) goroutineTree() []*treeLine {
 const anonBase = 1 << 63
 
 // anonymousAncestors returns how the tree names ancestor j (> 0) of a
-// record, which has no goid: the live goroutine it must be (the only
-// goroutine at depth 0, such as goroutine 1, with its start and creation
-// sites), or an id above anonBase shared by the ancestors with the same
-// sites as far as the records go back.
-func (s *goroutineSet) anonymousAncestors(live map[uint64]*goroutine) func(r *lineageabi.Record, j int) uint64 {
-	roots := map[[2]uint64][]uint64{}
+// record, which has no goid (ABI version 2 keeps the parent's only): the
+// goroutine it must be, or an id above anonBase shared by the ancestors
+// with the same sites as far as the records go back.
+//
+// The goroutines the tree knows are the live ones and the exited parents
+// (whose goids their children's records keep). One of them is the
+// ancestor if it is the only one that matches the ancestor's entry: the
+// same start and creation sites, the depth the ancestor has (the record's
+// depth less j+1), and the same ancestors' sites as far as both records
+// go. So an acceptor that still runs keeps the descendants of the
+// connections it started that have exited. Where several match, the
+// ancestor stays anonymous and ambiguous lists the live ones among them
+// (by its anonymous id), for the tree to say so. An exited goroutine that
+// no record names by goid is not known, so it cannot be told apart.
+func (s *goroutineSet) anonymousAncestors(live map[uint64]*goroutine) (anon func(r *lineageabi.Record, j int) uint64, ambiguous map[uint64][]uint64) {
+	known := map[[2]uint64][]lineEntry{}
+	add := func(id uint64, r *lineageabi.Record, j int) {
+		e := lineEntry{id: id, depth: int64(r.Depth) - int64(j), chain: r.Anc[j:]}
+		if j == 0 {
+			known[[2]uint64{r.StartPC, r.GoPC}] = append(known[[2]uint64{r.StartPC, r.GoPC}], e)
+			return
+		}
+		a := r.Anc[j-1]
+		known[[2]uint64{a.StartPC, a.GoPC}] = append(known[[2]uint64{a.StartPC, a.GoPC}], e)
+	}
+	exitedParents := map[uint64]bool{}
 	for id, g := range live {
-		if r := g.Record; r != nil && r.Depth == 0 {
-			k := [2]uint64{r.StartPC, r.GoPC}
-			roots[k] = append(roots[k], id)
+		r := g.Record
+		if r == nil {
+			continue
+		}
+		add(id, r, 0)
+		if p := r.ParentGoid; len(r.Anc) > 0 && p != 0 && live[p] == nil && !exitedParents[p] && r.Flags&lineageabi.RecParentUnknown == 0 {
+			exitedParents[p] = true
+			add(p, r, 1)
 		}
 	}
+	for _, es := range known {
+		slices.SortFunc(es, func(a, b lineEntry) int { return cmp.Compare(a.id, b.id) })
+	}
 	ids := map[string]uint64{}
+	ambiguous = map[uint64][]uint64{}
 	return func(r *lineageabi.Record, j int) uint64 {
 		a := r.Anc[j]
-		if r.Root(j) {
-			if ids := roots[[2]uint64{a.StartPC, a.GoPC}]; len(ids) == 1 {
-				return ids[0]
+		var match []uint64
+		if r.Flags&lineageabi.RecParentUnknown == 0 {
+			for _, e := range known[[2]uint64{a.StartPC, a.GoPC}] {
+				if e.isAncestor(r, j) {
+					match = append(match, e.id)
+				}
 			}
+		}
+		if len(match) == 1 {
+			return match[0]
 		}
 		var key strings.Builder
 		for _, a := range r.Anc[j:] {
@@ -178,8 +218,38 @@ func (s *goroutineSet) anonymousAncestors(live map[uint64]*goroutine) func(r *li
 			id = anonBase + uint64(len(ids))
 			ids[key.String()] = id
 		}
+		for _, m := range match {
+			if live[m] != nil && !slices.Contains(ambiguous[id], m) {
+				ambiguous[id] = append(ambiguous[id], m)
+			}
+		}
 		return id
+	}, ambiguous
+}
+
+// A lineEntry is a goroutine the tree knows: its goid, its depth (how many
+// creators it has) and its creators' entries as far as a record keeps
+// them.
+type lineEntry struct {
+	id    uint64
+	depth int64
+	chain []lineageabi.Anc
+}
+
+// isAncestor reports whether e can be ancestor j of record r: its depth is
+// the ancestor's, and its creators' sites are r's beyond j, as far as both
+// records go.
+func (e lineEntry) isAncestor(r *lineageabi.Record, j int) bool {
+	if e.depth != int64(r.Depth)-int64(j)-1 {
+		return false
 	}
+	rest := r.Anc[j+1:]
+	for k := 0; k < len(e.chain) && k < len(rest); k++ {
+		if e.chain[k].StartPC != rest[k].StartPC || e.chain[k].GoPC != rest[k].GoPC {
+			return false
+		}
+	}
+	return true
 }
 
 // goids is ids without the anonymous ancestors' (anonBase and above).

@@ -231,6 +231,72 @@ func TestTreeGroups(t *testing.T) {
 	}
 }
 
+// TestTreeLiveCreator: a live goroutine whose children have exited keeps
+// their descendants (ABI version 2 names only a goroutine's parent, so
+// the tree matches the ancestor entry's sites, depth and older
+// ancestors), and an ancestor that several known goroutines match stays
+// apart, saying which live ones it may be.
+func TestTreeLiveCreator(t *testing.T) {
+	acceptor := lineageabi.Anc{GoPC: 0x2003} // no start: no binary to name it
+	main := lineageabi.Anc{Goid: 1}
+	rec := func(goid uint64, self lineageabi.Anc, anc ...lineageabi.Anc) goroutine {
+		r := &lineageabi.Record{Goid: goid, StartPC: self.StartPC, GoPC: self.GoPC, Depth: uint32(len(anc)), Anc: anc}
+		if len(anc) > 0 {
+			r.ParentGoid = anc[0].Goid
+		}
+		return goroutine{Goroutine: &lineageabi.Goroutine{Goid: goid, Status: lineageabi.StatusWaiting, WaitReason: "sleep", Record: r}}
+	}
+	conn := func(goid uint64) lineageabi.Anc { return lineageabi.Anc{Goid: goid, GoPC: 0x2007} }
+	leaf := lineageabi.Anc{GoPC: 0x2020}
+	accept := func(goid uint64) lineageabi.Anc { a := acceptor; a.Goid = goid; return a }
+	for _, tc := range []struct {
+		name string
+		gs   []goroutine
+		want string
+	}{
+		{"one acceptor", []goroutine{
+			rec(1, lineageabi.Anc{}),
+			rec(3, acceptor, main),
+			rec(20, leaf, conn(7), acceptor, main), // conn 7 has exited
+			rec(21, leaf, conn(8), acceptor, main), // so has conn 8
+		}, `goroutine 1 [sleep] ?
+  goroutine 3 [sleep] ?
+    x2 ? [exited] (goroutines 7, 8)
+      x2 ? [sleep] (goroutines 20, 21)
+`},
+		{"two live acceptors", []goroutine{
+			rec(1, lineageabi.Anc{}),
+			rec(3, acceptor, main),
+			rec(4, acceptor, main),
+			rec(20, leaf, conn(7), acceptor, main),
+		}, `goroutine 1 [sleep] ?
+  x2 ? [sleep] (goroutines 3, 4)
+  goroutine [exited, or one of goroutines 3, 4] ?
+    goroutine 7 [exited] ?
+      goroutine 20 [sleep] ?
+`},
+		{"a live and an exited acceptor", []goroutine{
+			rec(1, lineageabi.Anc{}),
+			rec(3, acceptor, main),
+			rec(30, lineageabi.Anc{GoPC: 0x2007}, accept(5), main), // 5 has exited
+			rec(20, leaf, conn(7), acceptor, main),
+		}, `goroutine 1 [sleep] ?
+  goroutine 3 [sleep] ?
+  goroutine 5 [exited] ?
+    goroutine 30 [sleep] ?
+  goroutine [exited, or one of goroutines 3] ?
+    goroutine 7 [exited] ?
+      goroutine 20 [sleep] ?
+`},
+	} {
+		var b strings.Builder
+		(&goroutineSet{gs: tc.gs}).writeTree(&b)
+		if b.String() != tc.want {
+			t.Errorf("%s: tree:\n%s\nwant:\n%s", tc.name, b.String(), tc.want)
+		}
+	}
+}
+
 // TestWaitsListsEveryWaiter: every goroutine that ps -json shows waiting
 // is in some group of waits -json (the runtime's own included), and
 // nothing else is.

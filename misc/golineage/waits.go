@@ -333,7 +333,7 @@ func (s *goroutineSet) writeWaitsJSON(w io.Writer) error {
 		}
 		for _, g := range wg.gs {
 			wj := waiterJSON{Goid: g.Goid, WaitReason: g.WaitReason}
-			wj.Start, wj.StartWrapper = s.start(g.Record.StartPC)
+			wj.Start, wj.StartWrapper = s.goroutineStartJSON(g)
 			var pj goroutineJSON
 			g.jsonWait(&pj, s.wallNow, s.monoNow)
 			wj.WaitSince = pj.WaitSince
