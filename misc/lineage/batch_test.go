@@ -269,6 +269,9 @@ func TestGoroutineStacksBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if max := len(each.Goroutines)/8 + 16; each.Reads > max || each.Reads == 0 {
+		t.Errorf("Goroutines: %d goroutines in %d vectored reads, want 1 to %d", len(each.Goroutines), each.Reads, max)
+	}
 	byID := map[uint64]*lineage.Goroutine{}
 	for _, g := range each.Goroutines {
 		byID[g.ID] = g

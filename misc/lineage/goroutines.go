@@ -155,7 +155,7 @@ type Snapshot struct {
 	Torn int
 	// Retried counts goroutines read again because they changed while
 	// read, and Reads the vectored reads (process_vm_readv calls) of the
-	// goroutines and their stacks: GoroutineStacks of a live process only.
+	// goroutines (and their stacks): a live process only.
 	Retried, Reads int
 
 	stats lineageabi.LiveStats
@@ -174,11 +174,19 @@ func (p *Process) goroutines(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	gs, torn, err := v.Goroutines()
-	if err != nil {
+	s := &Snapshot{}
+	var gs []lineageabi.Goroutine
+	if p.pid != 0 && p.threads == nil {
+		// A running process: in batches of vectored reads, as
+		// GoroutineStacks reads it, without the stacks.
+		var st lineageabi.LiveStats
+		if gs, _, st, err = lineageabi.ReadLive[struct{}](v, nil); err != nil {
+			return nil, err
+		}
+		s.Torn, s.Retried, s.Reads, s.stats = st.Torn, st.Retried, st.Calls, st
+	} else if gs, s.Torn, err = v.Goroutines(); err != nil {
 		return nil, err
 	}
-	s := &Snapshot{Torn: torn}
 	s.Goroutines = p.convert(gs, nil, p.onThreads(v))
 	return s, nil
 }
