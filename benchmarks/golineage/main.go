@@ -6,6 +6,11 @@
 //     20 frames deep in a channel receive, read live (the default) and with
 //     -stop (every thread stopped for the whole read): reader time, time
 //     per goroutine, reader CPU time, and how long threads were stopped;
+//     and the reader SDK's example program, `ps -stacks` (misc/lineage/
+//     example/ps: OpenPID, GoroutineStacks, every goroutine printed with
+//     the frames its dump shows), as a program written from the SDK's
+//     documentation reads the same target: its whole CPU time, start-up
+//     and printing included, and its read calls;
 //   - overhead: the throughput a busy target (2 workers counting work
 //     units, 10k parked goroutines) loses to `golineage profile -wall -hz
 //     10` (the ptrace collector live and -consistent, the ebpf collector),
@@ -59,7 +64,7 @@ func main() {
 }
 
 type tools struct {
-	golineage, forkTarget, upTarget string
+	golineage, sdkPs, forkTarget, upTarget string
 }
 
 func run() error {
@@ -107,6 +112,7 @@ func build(dir string) (tools, error) {
 	}
 	t := tools{
 		golineage:  filepath.Join(dir, "golineage"),
+		sdkPs:      filepath.Join(dir, "sdk-ps"),
 		forkTarget: filepath.Join(dir, "target-fork"),
 		upTarget:   filepath.Join(dir, "target-upstream"),
 	}
@@ -114,7 +120,8 @@ func build(dir string) (tools, error) {
 		goCmd, dir string
 		args       []string
 	}{
-		{fork, "../misc", []string{"build", "-o", t.golineage, "./golineage"}},
+		{fork, "../misc/golineage", []string{"build", "-o", t.golineage, "."}},
+		{fork, "../misc", []string{"build", "-o", t.sdkPs, "./lineage/example/ps"}},
 		{fork, ".", []string{"build", "-ldflags=-s -w", "-o", t.forkTarget, "./golineage/target"}},
 		{up, ".", []string{"build", "-ldflags=-s -w", "-o", t.upTarget, "./golineage/target"}},
 	}
@@ -191,7 +198,9 @@ type psResult struct {
 	gs                             int
 	read, cpu, longest, held, sum  time.Duration
 	wall                           time.Duration
+	procCPU                        time.Duration // the command's whole CPU time (user and system)
 	retried, torn, stops, outBytes int
+	calls                          int // read calls (the SDK's ps)
 }
 
 func ps(golineage string, pid int, extra ...string) (psResult, error) {
@@ -218,6 +227,35 @@ func ps(golineage string, pid int, extra ...string) (psResult, error) {
 	r.retried, _ = strconv.Atoi(m[8])
 	r.torn, _ = strconv.Atoi(m[9])
 	r.outBytes = int(stdout)
+	r.procCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return r, nil
+}
+
+var reSDKStats = regexp.MustCompile(`ps: (\d+) goroutines, (\d+) read calls, (\d+) left out`)
+
+// sdkPs runs the SDK's example ps -stacks -stats on pid.
+func sdkPs(exe string, pid int) (psResult, error) {
+	var r psResult
+	cmd := exec.Command(exe, "-stacks", "-stats", strconv.Itoa(pid))
+	var stdout countWriter
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	r.wall = time.Since(t0)
+	if err != nil {
+		return r, fmt.Errorf("ps -stacks: %v: %s", err, stderr.String())
+	}
+	m := reSDKStats.FindStringSubmatch(stderr.String())
+	if m == nil {
+		return r, fmt.Errorf("ps -stacks: no stats line in %q", stderr.String())
+	}
+	r.gs, _ = strconv.Atoi(m[1])
+	r.calls, _ = strconv.Atoi(m[2])
+	r.torn, _ = strconv.Atoi(m[3])
+	r.outBytes = int(stdout)
+	r.procCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	r.read, r.cpu = r.wall, r.procCPU
 	return r, nil
 }
 
@@ -226,23 +264,30 @@ type countWriter int64
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 func snapshots(t tools) error {
-	fmt.Printf("\n## snapshot: golineage ps -json -stacks -stats, %d reads per row (median [min, max])\n\n", *n)
-	fmt.Println("| goroutines | mode | reader time | per goroutine | reader CPU | longest stop | summed stop | stops | command wall | re-read | torn |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("\n## snapshot: golineage ps -json -stacks -stats (live, stop) and the SDK's ps -stacks -stats (sdk), %d reads per row, interleaved (median [min, max])\n\n", *n)
+	fmt.Println("Reader time and CPU are golineage's own measure of its read (the SDK's ps: its whole run); command CPU is the process's whole CPU time.")
+	fmt.Println()
+	fmt.Println("| goroutines | mode | reader time | per goroutine | reader CPU | command CPU | read calls | longest stop | summed stop | stops | command wall | re-read | torn |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range strings.Split(*counts, ",") {
 		tg, err := startTarget(t.forkTarget, "-parked", c, "-depth", "20")
 		if err != nil {
 			return err
 		}
 		byMode := map[string][]psResult{}
-		modes := []string{"live", "stop"}
+		modes := []string{"live", "stop", "sdk"}
 		for range *n {
 			for _, mode := range modes {
-				var extra []string
-				if mode == "stop" {
-					extra = []string{"-stop"}
+				var r psResult
+				var err error
+				switch mode {
+				case "sdk":
+					r, err = sdkPs(t.sdkPs, tg.cmd.Process.Pid)
+				case "stop":
+					r, err = ps(t.golineage, tg.cmd.Process.Pid, "-stop")
+				default:
+					r, err = ps(t.golineage, tg.cmd.Process.Pid)
 				}
-				r, err := ps(t.golineage, tg.cmd.Process.Pid, extra...)
 				if err != nil {
 					tg.stop()
 					return err
@@ -265,9 +310,14 @@ func snapshots(t tools) error {
 			for _, r := range rs {
 				re, torn = append(re, r.retried), append(torn, r.torn)
 			}
-			fmt.Printf("| %d | %s | %s | %s | %s | %s | %s | %d | %s | %v | %v |\n", rs[0].gs, mode,
+			calls := "-"
+			if mode == "sdk" {
+				calls = fmt.Sprint(rs[0].calls)
+			}
+			fmt.Printf("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %v | %v |\n", rs[0].gs, mode,
 				col(func(r psResult) time.Duration { return r.read }), perG,
 				col(func(r psResult) time.Duration { return r.cpu }),
+				col(func(r psResult) time.Duration { return r.procCPU }), calls,
 				col(func(r psResult) time.Duration { return r.longest }),
 				col(func(r psResult) time.Duration { return r.sum }), rs[0].stops,
 				col(func(r psResult) time.Duration { return r.wall }), re, torn)
