@@ -142,6 +142,7 @@ func readLive(ctx context.Context, pid int) (goroutineRead, error) {
 		return r, err
 	}
 	defer p.Close() // the read is done when readLive returns
+	lineageraw.KeepRaw(p)
 	// The executable stays open: the set symbolizes through it after the
 	// read. The process exits soon after.
 	exe, err := opentarget.OpenLiveExe(pid)

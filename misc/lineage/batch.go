@@ -91,6 +91,7 @@ func (p *Process) goroutineStacks(ctx context.Context) (*Snapshot, error) {
 	for _, g := range s.Goroutines {
 		p.fillStack(g, frames)
 	}
+	p.dropRaw(s)
 	return s, nil
 }
 
@@ -145,12 +146,12 @@ func stackEnd(stop string) error {
 // ("go f(x)" with f a function value), which the wrapper's code does not
 // resolve (stack.StartNamer.FromStack).
 func (p *Process) nameFromStack(g *Goroutine) {
-	if g.Wrapper.Function != "" || g.raw == nil || len(g.Stack) == 0 || !p.unresolved(g.raw.Record.StartPC) {
+	if g.Wrapper.Function != "" || len(g.Stack) == 0 || !p.unresolved(g.startPC) {
 		return
 	}
 	sy := p.sym
 	sy.mu.Lock()
-	sn := sy.names.FromStack(g.raw.Record.StartPC, stackLocs(g.Stack))
+	sn := sy.names.FromStack(g.startPC, stackLocs(g.Stack))
 	sy.mu.Unlock()
 	if sn != nil {
 		g.Wrapper = g.Start
@@ -306,6 +307,7 @@ func init() {
 		return lg.raw, lg.walk
 	}
 	lineageraw.Stats = func(s any) lineageabi.LiveStats { return s.(*Snapshot).stats }
+	lineageraw.KeepRaw = func(p any) { p.(*Process).keepRaw = true }
 	lineageraw.Locs = func(frames any) []stack.Loc { return stackLocs(frames.([]Frame)) }
 	lineageraw.ParkedWalker = func(p any) lineageabi.Visit[*stack.Walk] {
 		return (&parkedWalker{p: p.(*Process)}).walk

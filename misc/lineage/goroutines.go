@@ -142,7 +142,8 @@ type Goroutine struct {
 
 	regs    target.Regs
 	hasRegs bool
-	raw     *lineageabi.Goroutine // nil for a Region's goroutine
+	startPC uint64                // the runtime's g.startpc
+	raw     *lineageabi.Goroutine // golineage's only (keepRaw); nil for a Region's goroutine
 	walk    *stack.Walk           // the walk Stack came from (shared by alike goroutines)
 }
 
@@ -188,7 +189,20 @@ func (p *Process) goroutines(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	s.Goroutines = p.convert(gs, nil, p.onThreads(v))
+	p.dropRaw(s)
 	return s, nil
+}
+
+// dropRaw lets the registry reader's goroutines go once converted, unless
+// golineage asked to see them (lineageraw.KeepRaw): a one-shot reader
+// pays for every page its heap grows by.
+func (p *Process) dropRaw(s *Snapshot) {
+	if p.keepRaw {
+		return
+	}
+	for _, g := range s.Goroutines {
+		g.raw = nil
+	}
 }
 
 // onThreads maps goroutines to the threads running them, by the threads'
@@ -285,7 +299,7 @@ func (p *Process) fromRecord(rec *lineageabi.Record) *Goroutine {
 // Wrapper, System, CreatedBy, Ancestors, Truncated). c, if not nil, shares
 // ancestor lists between the goroutines it converts.
 func (p *Process) lineageOf(g *Goroutine, rec *lineageabi.Record, c *converter) {
-	g.ID, g.Parent, g.Truncated = rec.Goid, rec.ParentGoid, rec.Truncated()
+	g.ID, g.Parent, g.Truncated, g.startPC = rec.Goid, rec.ParentGoid, rec.Truncated(), rec.StartPC
 	g.Start, g.Wrapper, g.System = p.start(rec.StartPC)
 	if lineageabi.HasCreator(rec) {
 		g.CreatedBy = p.goSite(rec.GoPC)

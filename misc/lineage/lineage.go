@@ -109,6 +109,7 @@ type Process struct {
 	closed  *atomic.Bool
 	tr      *target.Tracer // StopThread's, started by its first call
 	onTr    bool           // running on tr's thread (OnTracerThread)
+	keepRaw bool           // goroutines keep the registry's reading (lineageraw)
 }
 
 // newProcess is a Process reading mem, symbolized by exe.
@@ -220,6 +221,7 @@ type CoreError struct {
 
 // Error is the underlying error's text.
 func (e *CoreError) Error() string { return e.Err.Error() }
+
 // Unwrap returns the underlying error.
 func (e *CoreError) Unwrap() error { return e.Err }
 

@@ -145,6 +145,38 @@ func (b *Binary) regions() []region {
 	return b.regs
 }
 
+// dataRegions are the regions the module data can be in: writable data,
+// and .data.rel.ro (where a position-independent executable keeps it). With
+// section headers only those sections are read, not the whole image (the
+// code and read-only data are most of it, and a reader that opens a
+// binary once pays for every page it reads); without them, every loaded
+// segment is (regions).
+func (b *Binary) dataRegions() []region {
+	if b.regs != nil || len(b.ELF.Sections) <= 1 {
+		var out []region
+		for _, r := range b.regions() {
+			if r.write || r.name == ".data.rel.ro" {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	var out []region
+	budget := 4 * uint64(b.size)
+	for _, s := range b.ELF.Sections {
+		write := s.Flags&elf.SHF_WRITE != 0
+		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_ALLOC == 0 || s.Flags&elf.SHF_COMPRESSED != 0 ||
+			!write && s.Name != ".data.rel.ro" || s.Size > budget {
+			continue
+		}
+		budget -= s.Size
+		if data, err := s.Data(); err == nil {
+			out = append(out, region{s.Name, s.Addr, data, write, s.Flags&elf.SHF_EXECINSTR != 0})
+		}
+	}
+	return out
+}
+
 // find returns the offset of the first 8-byte aligned occurrence of pat in
 // r for whose data from there on ok holds, or -1.
 func (r *region) find(pat []byte, ok func([]byte) bool) int {

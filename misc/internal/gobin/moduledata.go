@@ -72,10 +72,7 @@ func (b *Binary) isModuledata(md []byte) bool {
 func (b *Binary) scanModuledata(rels []relocation) ([]byte, uint64) {
 	var want [8]byte
 	b.Order.PutUint64(want[:], b.PclntabAddr)
-	for _, r := range b.regions() {
-		if !r.write && r.name != ".data.rel.ro" {
-			continue
-		}
+	for _, r := range b.dataRegions() {
 		b.applyRelocs(rels, r.addr, r.data)
 		if off := r.find(want[:], b.isModuledata); off >= 0 {
 			return append([]byte(nil), r.data[off:off+mdPrefix]...), r.addr + uint64(off)

@@ -19,6 +19,10 @@ import (
 // region's goroutine, which has no registry reading).
 var Goroutine func(g any) (*lineageabi.Goroutine, *stack.Walk)
 
+// KeepRaw makes the reads of p, a *lineage.Process, keep what Goroutine
+// returns (the SDK lets it go otherwise).
+var KeepRaw func(p any)
+
 // Stats returns what the read that gave s, a *lineage.Snapshot, counted:
 // the registry reader's statistics, sudogs included.
 var Stats func(s any) lineageabi.LiveStats
