@@ -41,10 +41,11 @@
 //
 // # Versions
 //
-// The package is the module fpsafe.dev/misc, released at v0 semantic
-// versions (doc/install.md, "The reader SDK"): until v1, a minor version
-// may change or remove names, and the module's release notes say which;
-// a patch version changes none. It reads lineage ABI version 2
+// The package is released in the module fpsafe.dev/misc at the version
+// misc/lineage/VERSION names (doc/install.md, "The reader SDK"). The
+// module is at v0: until v1, names may be removed or changed incompatibly
+// between minor versions (v0.1 to v0.2), never between patch versions;
+// fields may be added in any. It reads lineage ABI version 2
 // (ABIVersion) and refuses others with a *VersionError. Targets: Linux
 // processes and cores, amd64 and arm64, of programs built by this
 // repository's fork toolchain (the release the repository's VERSION file
