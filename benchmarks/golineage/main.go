@@ -203,22 +203,33 @@ type psResult struct {
 	calls                          int // read calls (the SDK's ps)
 }
 
-func ps(golineage string, pid int, extra ...string) (psResult, error) {
-	var r psResult
-	args := append([]string{"ps", "-json", "-stacks", "-stats"}, extra...)
-	cmd := exec.Command(golineage, append(args, strconv.Itoa(pid))...)
+// runStats runs exe with args and returns what its stats line on standard
+// error matches of re, with the run's wall and CPU time and output size.
+func runStats(re *regexp.Regexp, exe string, args ...string) (m []string, r psResult, err error) {
+	cmd := exec.Command(exe, args...)
 	var stdout countWriter
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	r.wall = time.Since(t0)
+	name := filepath.Base(exe) + " " + strings.Join(args, " ")
 	if err != nil {
-		return r, fmt.Errorf("golineage %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+		return nil, r, fmt.Errorf("%s: %v: %s", name, err, stderr.String())
 	}
-	m := reStats.FindStringSubmatch(stderr.String())
-	if m == nil {
-		return r, fmt.Errorf("golineage %s: no stats line in %q", strings.Join(args, " "), stderr.String())
+	if m = re.FindStringSubmatch(stderr.String()); m == nil {
+		return nil, r, fmt.Errorf("%s: no stats line in %q", name, stderr.String())
+	}
+	r.outBytes = int(stdout)
+	r.procCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return m, r, nil
+}
+
+func ps(golineage string, pid int, extra ...string) (psResult, error) {
+	args := append([]string{"ps", "-json", "-stacks", "-stats"}, extra...)
+	m, r, err := runStats(reStats, golineage, append(args, strconv.Itoa(pid))...)
+	if err != nil {
+		return r, err
 	}
 	d := func(s string) time.Duration { v, _ := time.ParseDuration(s); return v }
 	r.gs, _ = strconv.Atoi(m[1])
@@ -226,8 +237,6 @@ func ps(golineage string, pid int, extra ...string) (psResult, error) {
 	r.stops, _ = strconv.Atoi(m[4])
 	r.retried, _ = strconv.Atoi(m[8])
 	r.torn, _ = strconv.Atoi(m[9])
-	r.outBytes = int(stdout)
-	r.procCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return r, nil
 }
 
@@ -235,26 +244,13 @@ var reSDKStats = regexp.MustCompile(`ps: (\d+) goroutines, (\d+) read calls, (\d
 
 // sdkPs runs the SDK's example ps -stacks -stats on pid.
 func sdkPs(exe string, pid int) (psResult, error) {
-	var r psResult
-	cmd := exec.Command(exe, "-stacks", "-stats", strconv.Itoa(pid))
-	var stdout countWriter
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t0 := time.Now()
-	err := cmd.Run()
-	r.wall = time.Since(t0)
+	m, r, err := runStats(reSDKStats, exe, "-stacks", "-stats", strconv.Itoa(pid))
 	if err != nil {
-		return r, fmt.Errorf("ps -stacks: %v: %s", err, stderr.String())
-	}
-	m := reSDKStats.FindStringSubmatch(stderr.String())
-	if m == nil {
-		return r, fmt.Errorf("ps -stacks: no stats line in %q", stderr.String())
+		return r, err
 	}
 	r.gs, _ = strconv.Atoi(m[1])
 	r.calls, _ = strconv.Atoi(m[2])
 	r.torn, _ = strconv.Atoi(m[3])
-	r.outBytes = int(stdout)
-	r.procCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	r.read, r.cpu = r.wall, r.procCPU
 	return r, nil
 }
