@@ -265,6 +265,15 @@ func (s *Stopped) Goroutines(ctx context.Context) (*Snapshot, error) {
 	return s.p.Goroutines(ctx)
 }
 
+// GoroutineStacks is Process.GoroutineStacks at the instant of the stop:
+// a running goroutine's stack is walked from its thread's registers.
+func (s *Stopped) GoroutineStacks(ctx context.Context) (*Snapshot, error) {
+	if !s.held.Load() {
+		return nil, ErrResumed
+	}
+	return s.p.GoroutineStacks(ctx)
+}
+
 // Regions reads every thread's current goroutine, by thread id.
 func (s *Stopped) Regions(ctx context.Context) ([]Region, error) {
 	if !s.held.Load() {

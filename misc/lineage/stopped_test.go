@@ -83,6 +83,21 @@ func TestStopped(t *testing.T) {
 			t.Errorf("held: goroutine %d (%s): %v", g.ID, g.State, err)
 		}
 	}
+	// The batch read of the held process: every goroutine has a stack,
+	// the one Stack walks.
+	batch, err := s.GoroutineStacks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch.Goroutines) != len(held.Goroutines) {
+		t.Errorf("held: GoroutineStacks read %d goroutines, Goroutines %d", len(batch.Goroutines), len(held.Goroutines))
+	}
+	for i, g := range batch.Goroutines {
+		one, _ := s.Stack(ctx, held.Goroutines[i])
+		if len(g.Stack) == 0 || g.StackErr != nil || fmt.Sprint(g.Stack) != fmt.Sprint(one) {
+			t.Errorf("held: goroutine %d (%s): batch stack %v (%v), Stack %v", g.ID, g.State, g.Stack, g.StackErr, one)
+		}
+	}
 	if err := s.Resume(); err != nil {
 		t.Fatal(err)
 	}
