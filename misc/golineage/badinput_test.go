@@ -12,10 +12,11 @@ import (
 	"fpsafe.dev/misc/internal/lineageabi"
 )
 
-// TestGoroutineCommandsBadInput: the goroutine commands on a target that
-// publishes no registry (GODEBUG=lineage=0) or no lineage ABI at all (the
-// header's cookie erased, as in a binary of another toolchain) exit
-// non-zero with one line naming the cause, and leave the target running.
+// TestGoroutineCommandsBadInput: the goroutine commands (and a wall-clock
+// profile, which reads every goroutine too) on a target that publishes no
+// registry (GODEBUG=lineage=0) or no lineage ABI at all (the header's
+// cookie erased, as in a binary of another toolchain) exit non-zero with
+// one line naming the cause, and leave the target running.
 func TestGoroutineCommandsBadInput(t *testing.T) {
 	exe := fixture(t, "blocked")
 	data, err := os.ReadFile(exe)
@@ -48,7 +49,8 @@ func TestGoroutineCommandsBadInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := start(t, tc.exe, tc.env...)
-			for _, cmd := range [][]string{{"ps"}, {"ps", "-json", "-stacks"}, {"tree"}, {"waits"}} {
+			prof := filepath.Join(t.TempDir(), "wall.pb.gz")
+			for _, cmd := range [][]string{{"ps"}, {"ps", "-json", "-stacks"}, {"tree"}, {"waits"}, {"profile", "-wall", "-duration", "300ms", "-o", prof}} {
 				out, stderr, code := tool(t, append(cmd, strconv.Itoa(p.pid()))...)
 				if code != 1 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 || out != "" {
 					t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and one line saying %q", cmd, code, out, stderr, tc.want)

@@ -96,7 +96,13 @@ func runProfile(inv *invocation, pf profileFlags) error {
 		return err
 	}
 	defer t.close()
+	if pf.wall {
+		if err := t.checkRegistry(); err != nil {
+			return err
+		}
+	}
 	b := pprofout.New(t.bin, t.bias, time.Second/time.Duration(pf.hz))
+	b.Wall = pf.wall
 	err = runCollector(t, pf, b)
 	if errors.Is(err, context.Canceled) {
 		err = nil // interrupted: what was sampled is written
@@ -140,6 +146,21 @@ func openProfTarget(ctx context.Context, pid int, pf profileFlags) (*profTarget,
 		return nil, err
 	}
 	return &profTarget{p: p, pid: pid, bin: exe.Bin, bias: p.LoadBias(), abi: abi}, nil
+}
+
+// checkRegistry refuses a wall-clock profile of a target that publishes no
+// goroutine registry (GODEBUG=lineage=0): every tick would find no
+// goroutine, and the profile would be empty. A runtime still starting up
+// (its header not ready) is not refused.
+func (t *profTarget) checkRegistry() error {
+	v, err := t.abi.Load(t.p, t.bias)
+	if err != nil {
+		return err
+	}
+	if v.H.Flags&lineageabi.FlagReady != 0 && (v.Reg == nil || v.H.Flags&lineageabi.FlagRecords == 0) {
+		return fmt.Errorf("process %d: -wall needs its goroutine registry: %w", t.pid, lineageabi.ErrNoRegistry)
+	}
+	return nil
 }
 
 func (t *profTarget) close() {

@@ -50,6 +50,11 @@ type Builder struct {
 	frames   map[frameKey][]stack.Loc
 	Comments []string
 	Title    string
+	// Wall makes a wall-clock profile (samples/count, wall/nanoseconds:
+	// every goroutine, running or not); otherwise the profile is an
+	// on-CPU one, typed as Go's CPU profiles are (samples/count,
+	// cpu/nanoseconds), so that pprof shows "Type: cpu".
+	Wall bool
 }
 
 type frameKey struct {
@@ -155,9 +160,13 @@ func (b *Builder) stitched(s Sample) []logical {
 
 // Profile builds the pprof profile.
 func (b *Builder) Profile() *profile.Profile {
+	kind := "cpu"
+	if b.Wall {
+		kind = "wall"
+	}
 	p := &profile.Profile{
-		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "wall", Unit: "nanoseconds"}},
-		PeriodType:    &profile.ValueType{Type: "wall", Unit: "nanoseconds"},
+		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: kind, Unit: "nanoseconds"}},
+		PeriodType:    &profile.ValueType{Type: kind, Unit: "nanoseconds"},
 		Period:        b.period.Nanoseconds(),
 		TimeNanos:     b.start.UnixNano(),
 		DurationNanos: time.Since(b.start).Nanoseconds(),

@@ -74,3 +74,23 @@ func TestAggregate(t *testing.T) {
 		t.Errorf("folded counts add up to %d, want 7, with 6 on the full stack:\n%s", sum, folded.String())
 	}
 }
+
+// TestSampleTypes: an on-CPU profile is typed as Go's CPU profiles are,
+// a wall-clock one as wall time.
+func TestSampleTypes(t *testing.T) {
+	bin := gobintest.OpenSelf(t)
+	for _, wall := range []bool{false, true} {
+		b := New(bin, 0, 10*time.Millisecond)
+		b.Wall = wall
+		b.Add(Sample{Goid: 1, PCs: []uint64{0}})
+		p := b.Profile()
+		want := "cpu"
+		if wall {
+			want = "wall"
+		}
+		if len(p.SampleType) != 2 || p.SampleType[0].Type != "samples" || p.SampleType[0].Unit != "count" ||
+			p.SampleType[1].Type != want || p.SampleType[1].Unit != "nanoseconds" || p.PeriodType.Type != want {
+			t.Errorf("Wall=%v: sample types %v, period type %v; want samples/count, %s/nanoseconds", wall, p.SampleType, p.PeriodType, want)
+		}
+	}
+}
