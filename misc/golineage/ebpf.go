@@ -159,6 +159,7 @@ func (r *ebpfRun) sample(pf profileFlags, b *pprofout.Builder) error {
 	deadline := start.Add(pf.duration)
 	period := time.Second / time.Duration(pf.hz)
 	nextTick := start.Add(period)
+	var lastTick time.Time // the previous wall tick
 	var (
 		running = map[uint64]pprofout.Sample{} // -wall: the latest sample of each goroutine this tick
 		parked  wallParked
@@ -216,6 +217,11 @@ func (r *ebpfRun) sample(pf profileFlags, b *pprofout.Builder) error {
 			}
 		}
 		if pf.wall && !now.Before(nextTick) {
+			// A tick stands for the time since the previous one.
+			if !lastTick.IsZero() {
+				b.SetTickWeight(now.Sub(lastTick))
+			}
+			lastTick = now
 			r.wallTick(&parked, running, b)
 			clear(running)
 			tc.tick()

@@ -291,6 +291,9 @@ func samplePtraceLoop(t *profTarget, pf profileFlags, b *pprofout.Builder) error
 			fmt.Fprintf(pf.stderr, "golineage: threads stopped per sample: mean %.1f of %.1f\n",
 				float64(threads.stopped)/float64(threads.samples), float64(threads.listed)/float64(threads.samples))
 		}
+		if threads.slow > 0 {
+			fmt.Fprintf(pf.stderr, "golineage: %d thread stops skipped: the thread did not stop within 2s\n", threads.slow)
+		}
 		if pf.stats {
 			// What sampling itself costs the machine (not start-up or
 			// writing the profile): CPU time of this process while it
@@ -307,7 +310,15 @@ func samplePtraceLoop(t *profTarget, pf profileFlags, b *pprofout.Builder) error
 	var parked wallParked
 	defer parked.flush(b)
 	next := time.Now()
+	var last time.Time // the previous tick's start
 	for time.Now().Before(deadline) && pf.ctx.Err() == nil {
+		// A tick stands for the time since the previous one, more than
+		// the period when it comes late (a loaded machine, a long stop).
+		now := time.Now()
+		if !last.IsZero() {
+			b.SetTickWeight(now.Sub(last))
+		}
+		last = now
 		var samples []pprofout.Sample
 		var err error
 		if pf.consistent {
@@ -445,6 +456,12 @@ func sampleEach(ctx context.Context, t *profTarget, running, goroutinesOnly bool
 		if errors.Is(err, lineage.ErrThreadExited) {
 			continue
 		}
+		if errors.Is(err, lineage.ErrStopTimeout) {
+			// Not fatal to a profile: this tick goes without that
+			// thread (its time is the next tick's, which comes late).
+			counts.slow++
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -457,7 +474,7 @@ func sampleEach(ctx context.Context, t *profTarget, running, goroutinesOnly bool
 
 // threadCounts counts, over the samples sampleEach took, the threads it
 // listed and the threads it stopped.
-type threadCounts struct{ samples, listed, stopped int }
+type threadCounts struct{ samples, listed, stopped, slow int }
 
 func loadViewOrNil(snap *snapshot) *lineageabi.View {
 	v, _ := loadView(snap) // a sample without lineage is still a sample
@@ -551,14 +568,30 @@ func parkedSample(g lineageabi.Goroutine, walk stack.Walk) pprofout.Sample {
 // the read of every record's change count and work for the goroutines that
 // ran, or were not parked, only. A
 // sample is added to the profile, once for all the ticks it was in, when
-// it leaves the set or when sampling ends (flush).
+// it leaves the set or when sampling ends (flush), and stands for the time
+// those ticks covered (the builder's tick weight at each tick: a tick that
+// came late covers more than the period).
 type wallParked struct {
-	cache  lineageabi.Cache[*pprofout.Sample]
-	since  map[*pprofout.Sample]int    // the set: the tick each sample joined it
-	byGoid map[uint64]*pprofout.Sample // the set by goroutine
-	onCPU  map[*pprofout.Sample]int    // ticks a sample in the set was sampled on a thread too
-	missed []int                       // ticks whose read failed (ascending): counted for none
-	ticks  int
+	cache   lineageabi.Cache[*pprofout.Sample]
+	since   map[*pprofout.Sample]int           // the set: the tick each sample joined it
+	byGoid  map[uint64]*pprofout.Sample        // the set by goroutine
+	onCPU   map[*pprofout.Sample]int           // ticks a sample in the set was sampled on a thread too
+	onCPUd  map[*pprofout.Sample]time.Duration // and the time those ticks covered
+	missed  []int                              // ticks whose read failed (ascending): counted for none
+	ticks   int
+	covered []time.Duration // covered[t]: the time ticks 1 to t covered, summed
+}
+
+// span is the time ticks a to b-1 covered; a tick the builder did not
+// weigh (tests that make the set by hand) covers b's period.
+func (w *wallParked) span(a, b int, bu *pprofout.Builder) time.Duration {
+	if a >= b {
+		return 0
+	}
+	if b-1 < len(w.covered) && a >= 1 {
+		return w.covered[b-1] - w.covered[a-1]
+	}
+	return time.Duration(b-a) * bu.TickWeight()
 }
 
 // tick reads the parked goroutines once, through view (nil when no
@@ -568,9 +601,14 @@ type wallParked struct {
 func (w *wallParked) tick(snap *snapshot, view *lineageabi.View, onThreads []pprofout.Sample, b *pprofout.Builder) {
 	if w.since == nil {
 		w.since, w.byGoid, w.onCPU = map[*pprofout.Sample]int{}, map[uint64]*pprofout.Sample{}, map[*pprofout.Sample]int{}
+		w.onCPUd = map[*pprofout.Sample]time.Duration{}
 	}
 	w.ticks++
 	t := w.ticks
+	if len(w.covered) == 0 {
+		w.covered = []time.Duration{0}
+	}
+	w.covered = append(w.covered, w.covered[len(w.covered)-1]+b.TickWeight())
 	if view == nil || view.Reg == nil {
 		w.missed = append(w.missed, t)
 		return
@@ -606,6 +644,7 @@ func (w *wallParked) tick(snap *snapshot, view *lineageabi.View, onThreads []ppr
 	for _, s := range onThreads {
 		if p := w.byGoid[s.Goid]; p != nil {
 			w.onCPU[p]++
+			w.onCPUd[p] += b.TickWeight()
 		}
 	}
 }
@@ -627,10 +666,15 @@ func (w *wallParked) close(s *pprofout.Sample, t int, b *pprofout.Builder) {
 	lo, _ := slices.BinarySearch(w.missed, from)
 	hi, _ := slices.BinarySearch(w.missed, t)
 	if n := t - from - (hi - lo) - w.onCPU[s]; n > 0 {
-		b.AddSharedN(s, int64(n))
+		d := w.span(from, t, b) - w.onCPUd[s]
+		for _, m := range w.missed[lo:hi] {
+			d -= w.span(m, m+1, b)
+		}
+		b.AddSharedN(s, int64(n), d)
 	}
 	delete(w.since, s)
 	delete(w.onCPU, s)
+	delete(w.onCPUd, s)
 	if w.byGoid[s.Goid] == s {
 		delete(w.byGoid, s.Goid)
 	}

@@ -37,7 +37,7 @@
 // Errors match the package's sentinels with errors.Is whatever they wrap:
 // ErrNoProcess, ErrExited (at open, or at any read after it), ErrPermission,
 // ErrNotGo, ErrNoLineage, ErrVersion (a *VersionError says which versions),
-// ErrClosed, ErrRunning, ErrResumed, ErrThreadExited.
+// ErrClosed, ErrRunning, ErrResumed, ErrThreadExited, ErrStopTimeout.
 //
 // # Versions
 //

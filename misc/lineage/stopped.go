@@ -82,6 +82,12 @@ func threads(ts []target.Thread) []Thread {
 // before it stopped.
 var ErrThreadExited = target.ErrThreadGone
 
+// ErrStopTimeout is matched by the error of Stop or StopThread when a
+// thread did not stop within 2 seconds (in uninterruptible sleep, or not
+// scheduled on a loaded machine). Nothing is left stopped: a sampler may
+// skip that thread this time.
+var ErrStopTimeout = target.ErrStopTimeout
+
 // StopThread holds thread tid of the live process, only that thread,
 // while fn runs, and detaches it: the other threads run on. It is the
 // cheap stop of a sampler or of a live read of threads: while tid is held

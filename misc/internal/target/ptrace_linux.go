@@ -278,6 +278,11 @@ func (t *Tracer) StopThreadContext(ctx context.Context, pid, tid int, states boo
 
 var errThreadGone = errors.New("thread exited")
 
+// ErrStopTimeout is wrapped by the error of a stop whose thread did not
+// enter ptrace-stop in time (stopTimeout): one in uninterruptible sleep,
+// or not scheduled on a loaded machine. Nothing is left stopped.
+var ErrStopTimeout = errors.New("did not stop")
+
 // ErrThreadGone is returned by StopThreadOnThread for a vanished thread.
 var ErrThreadGone = errThreadGone
 
@@ -451,7 +456,7 @@ func (s *Stopped) waitAll() ([]int, error) {
 				break
 			}
 			for tid := range want {
-				return nil, fmt.Errorf("thread %d of process %d did not stop within %v (state %q)", tid, s.PID, stopTimeout, threadState(s.PID, tid))
+				return nil, fmt.Errorf("thread %d of process %d %w within %v (state %q)", tid, s.PID, ErrStopTimeout, stopTimeout, threadState(s.PID, tid))
 			}
 		}
 		// Back off: most threads stop within microseconds, but one that

@@ -45,6 +45,8 @@ type Builder struct {
 	start    time.Time
 	samples  []Sample
 	counts   []int64        // how many times samples[i] was added
+	nanos    []int64        // the time samples[i] stands for, summed
+	weight   time.Duration  // what a sample added now stands for (SetTickWeight); 0: period
 	index    map[string]int // sampleKey -> index in samples
 	n        int            // samples added
 	frames   map[frameKey][]stack.Loc
@@ -67,35 +69,58 @@ func New(bin *gobin.Binary, bias uint64, period time.Duration) *Builder {
 	return &Builder{bin: bin, bias: bias, period: period, start: time.Now(), frames: map[frameKey][]stack.Loc{}, index: map[string]int{}}
 }
 
-// Add records one sample.
-func (b *Builder) Add(s Sample) {
-	b.n++
-	k := sampleKey(s)
-	if i, ok := b.index[k]; ok {
-		b.counts[i]++
-		return
+// SetTickWeight says what each sample added from now on stands for: the
+// time the tick that took it covers, which is longer than the period when
+// ticks come late (a loaded machine, a slow stop). 0 makes it the period
+// again.
+func (b *Builder) SetTickWeight(d time.Duration) { b.weight = d }
+
+// TickWeight is what a sample added now stands for.
+func (b *Builder) TickWeight() time.Duration {
+	if b.weight > 0 {
+		return b.weight
 	}
-	b.index[k] = len(b.samples)
-	b.samples = append(b.samples, s)
-	b.counts = append(b.counts, 1)
+	return b.period
+}
+
+// Add records one sample.
+func (b *Builder) Add(s Sample) { b.add(s, 1, b.TickWeight()) }
+
+// add records n samples equal to s that stand for d in all, and returns
+// their index in b.samples.
+func (b *Builder) add(s Sample, n int64, d time.Duration) int {
+	b.n += int(n)
+	k := sampleKey(s)
+	i, ok := b.index[k]
+	if !ok {
+		i = len(b.samples)
+		b.index[k] = i
+		b.samples = append(b.samples, s)
+		b.counts = append(b.counts, 0)
+		b.nanos = append(b.nanos, 0)
+	}
+	b.counts[i] += n
+	b.nanos[i] += d.Nanoseconds()
+	return i
 }
 
 // AddShared records the sample *s, which its caller adds again, unchanged,
 // whenever the same thing is sampled again (a parked goroutine's sample,
 // kept from tick to tick): it is counted by its address, and compared
 // with the other samples only the first time.
-func (b *Builder) AddShared(s *Sample) { b.AddSharedN(s, 1) }
+func (b *Builder) AddShared(s *Sample) { b.AddSharedN(s, 1, b.TickWeight()) }
 
-// AddSharedN is n calls of AddShared(s) (n > 0): a caller that keeps a
-// parked goroutine's sample for many ticks adds them when it changes.
-func (b *Builder) AddSharedN(s *Sample, n int64) {
+// AddSharedN is n calls of AddShared(s) (n > 0) in ticks that covered d
+// in all: a caller that keeps a parked goroutine's sample for many ticks
+// adds them when it changes.
+func (b *Builder) AddSharedN(s *Sample, n int64, d time.Duration) {
 	if s.owner != b {
-		b.Add(*s)
-		s.owner, s.index = b, b.index[sampleKey(*s)]
-		n--
+		s.owner, s.index = b, b.add(*s, n, d)
+		return
 	}
 	b.n += int(n)
 	b.counts[s.index] += n
+	b.nanos[s.index] += d.Nanoseconds()
 }
 
 // sampleKey is what makes two samples the same in every output.
@@ -212,7 +237,7 @@ func (b *Builder) Profile() *profile.Profile {
 			}
 			sl = append(sl, loc)
 		}
-		ps := &profile.Sample{Location: sl, Value: []int64{b.counts[i], b.counts[i] * b.period.Nanoseconds()}, NumLabel: map[string][]int64{}}
+		ps := &profile.Sample{Location: sl, Value: []int64{b.counts[i], b.nanos[i]}, NumLabel: map[string][]int64{}}
 		if s.TID != 0 {
 			ps.NumLabel["thread"] = []int64{int64(s.TID)}
 		}

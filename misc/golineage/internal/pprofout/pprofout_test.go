@@ -82,7 +82,7 @@ func TestSampleTypes(t *testing.T) {
 	for _, wall := range []bool{false, true} {
 		b := New(bin, 0, 10*time.Millisecond)
 		b.Wall = wall
-		b.Add(Sample{Goid: 1, PCs: []uint64{0}})
+		b.Add(Sample{Goid: 1, PCs: []uint64{0x1000}})
 		p := b.Profile()
 		want := "cpu"
 		if wall {
@@ -92,5 +92,27 @@ func TestSampleTypes(t *testing.T) {
 			p.SampleType[1].Type != want || p.SampleType[1].Unit != "nanoseconds" || p.PeriodType.Type != want {
 			t.Errorf("Wall=%v: sample types %v, period type %v; want samples/count, %s/nanoseconds", wall, p.SampleType, p.PeriodType, want)
 		}
+	}
+}
+
+// TestTickWeight: a sample stands for the time its tick covered.
+func TestTickWeight(t *testing.T) {
+	b := New(gobintest.OpenSelf(t), 0, 10*time.Millisecond)
+	s := Sample{Goid: 1, PCs: []uint64{0x1000}}
+	b.Add(s) // on time: the period
+	b.SetTickWeight(35 * time.Millisecond)
+	b.Add(s) // a late tick
+	kept := Sample{Goid: 2, PCs: []uint64{0x2000}}
+	b.AddShared(&kept)
+	b.AddSharedN(&kept, 2, 20*time.Millisecond)
+	vals := map[uint64][]int64{}
+	for _, ps := range b.Profile().Sample {
+		vals[uint64(ps.NumLabel["goroutine"][0])] = ps.Value
+	}
+	if v := vals[1]; len(v) != 2 || v[0] != 2 || v[1] != int64(45*time.Millisecond) {
+		t.Errorf("goroutine 1: %v, want 2 samples for 45ms", v)
+	}
+	if v := vals[2]; len(v) != 2 || v[0] != 3 || v[1] != int64(55*time.Millisecond) {
+		t.Errorf("goroutine 2: %v, want 3 samples for 55ms", v)
 	}
 }
