@@ -297,6 +297,13 @@ func bpInFrame(bin *gobin.Binary, bias uint64, r target.Regs) bool {
 		return true
 	}
 	spd := f.SPDelta(r.PC - bias)
+	if f.SPWrite() && spd > 0 {
+		// Past its prologue a function that writes SP (time.now,
+		// runtime.mcall and systemstack switch to the system stack) may
+		// run on another stack: SP says nothing of its frame, BP does
+		// (its prologue set it before the switch).
+		return true
+	}
 	// spd 0: nothing pushed yet (or a frameless function), BP is the caller's.
 	return spd < 0 || fpchain.InFrameRecord(fpchain.Frame{Arch: bin.Arch, PC: r.PC - bias, HaveRegs: true, SPDelta: spd, SP: r.SP, FP: r.FP})
 }

@@ -103,6 +103,7 @@ func runProfile(inv *invocation, pf profileFlags) error {
 	}
 	b := pprofout.New(t.bin, t.bias, time.Second/time.Duration(pf.hz))
 	b.Wall = pf.wall
+	b.VDSO, _ = target.ReadVDSO(pid, t.p) // without one, its frames stay unnamed
 	err = runCollector(t, pf, b)
 	if errors.Is(err, context.Canceled) {
 		err = nil // interrupted: what was sampled is written

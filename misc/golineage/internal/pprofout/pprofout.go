@@ -19,6 +19,7 @@ import (
 
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // Sample is one thread at one sampling instant.
@@ -57,6 +58,9 @@ type Builder struct {
 	// on-CPU one, typed as Go's CPU profiles are (samples/count,
 	// cpu/nanoseconds), so that pprof shows "Type: cpu".
 	Wall bool
+	// VDSO, if set, names the frames in the target's vDSO (time.Now's
+	// clock_gettime), which are in no file, and gives them a mapping.
+	VDSO *target.VDSO
 }
 
 type frameKey struct {
@@ -152,7 +156,12 @@ func (b *Builder) locs(pc uint64, ret bool) []stack.Loc {
 	if l, ok := b.frames[k]; ok {
 		return l
 	}
-	l := stack.Symbolize(b.bin, b.bias, []uint64{pc}, ret)
+	var l []stack.Loc
+	if b.VDSO.Contains(pc) {
+		l = []stack.Loc{{PC: pc, File: vdsoFile}} // named by vdsoName
+	} else {
+		l = stack.Symbolize(b.bin, b.bias, []uint64{pc}, ret)
+	}
 	b.frames[k] = l
 	return l
 }
@@ -170,7 +179,11 @@ func (b *Builder) stitched(s Sample) []logical {
 	var out []logical
 	for i, pc := range s.PCs {
 		ret := i > 0
-		out = append(out, logical{key: fmt.Sprintf("%x/%v", pc, ret), pc: pc, locs: b.locs(pc, ret)})
+		lg := logical{key: fmt.Sprintf("%x/%v", pc, ret), pc: pc, locs: b.locs(pc, ret)}
+		if b.VDSO.Contains(pc) {
+			lg.name = b.vdsoName(pc, ret)
+		}
+		out = append(out, lg)
 	}
 	for _, a := range s.Lineage {
 		c := stack.CreatedBy(b.bin, b.bias, a)
@@ -204,6 +217,11 @@ func (b *Builder) Profile() *profile.Profile {
 	if m != nil {
 		p.Mapping = []*profile.Mapping{m}
 	}
+	var vm *profile.Mapping
+	if b.VDSO != nil {
+		vm = &profile.Mapping{ID: uint64(len(p.Mapping) + 1), Start: b.VDSO.Start, Limit: b.VDSO.Limit, File: vdsoFile, HasFunctions: true}
+		p.Mapping = append(p.Mapping, vm)
+	}
 	funcs := map[string]*profile.Function{}
 	fn := func(name, file string) *profile.Function {
 		k := name + "\x00" + file
@@ -224,6 +242,8 @@ func (b *Builder) Profile() *profile.Profile {
 				loc = &profile.Location{ID: uint64(len(p.Location) + 1), Address: lg.pc}
 				if m != nil && lg.pc >= m.Start && lg.pc < m.Limit {
 					loc.Mapping = m
+				} else if vm != nil && b.VDSO.Contains(lg.pc) {
+					loc.Mapping = vm
 				}
 				for _, l := range lg.locs {
 					name := lg.name
@@ -250,6 +270,21 @@ func (b *Builder) Profile() *profile.Profile {
 		p.Sample = append(p.Sample, ps)
 	}
 	return p
+}
+
+// vdsoFile is the vDSO's name, as /proc/PID/maps and perf call it.
+const vdsoFile = "[vdso]"
+
+// vdsoName names the vDSO frame at pc (a return address if ret): its
+// function, or [vdso].
+func (b *Builder) vdsoName(pc uint64, ret bool) string {
+	if ret {
+		pc-- // the call is before the return address
+	}
+	if name := b.VDSO.Func(pc); name != "" {
+		return name
+	}
+	return vdsoFile
 }
 
 // mainMapping is the mapping of the executable's text segment, nil if it
