@@ -13,6 +13,7 @@ import (
 	"fpsafe.dev/misc/internal/lineageraw"
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
+	"fpsafe.dev/misc/internal/target"
 	"fpsafe.dev/misc/lineage"
 	"golang.org/x/sys/unix"
 )
@@ -347,11 +348,7 @@ func monotonicNow(snap *snapshot) int64 {
 	if !snap.live {
 		return 0
 	}
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		return 0
-	}
-	return ts.Nano()
+	return target.MonotonicNow()
 }
 
 // symbolizer symbolizes goroutine walks (wrappers elided), once per

@@ -228,7 +228,7 @@ func (p *Process) convert(gs []lineageabi.Goroutine, walks []*stack.Walk, onThre
 	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(gs[i].Goid, gs[j].Goid) })
 	c := converter{p: p, slab: make([]Goroutine, len(gs)), chains: map[string][]Ancestor{}}
 	if p.pid != 0 {
-		c.mono, c.wall = monotonicNow(), time.Now()
+		c.mono, c.wall = target.MonotonicNow(), time.Now()
 	}
 	out := make([]*Goroutine, 0, len(gs))
 	for k, i := range order {

@@ -64,7 +64,6 @@ import (
 	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
-	"golang.org/x/sys/unix"
 )
 
 // ABIVersion is the lineage ABI version this package reads.
@@ -328,13 +327,4 @@ func (p *Process) view(ctx context.Context) (*lineageabi.View, error) {
 		v = v.WithContext(ctx)
 	}
 	return v, nil
-}
-
-// monotonicNow is this machine's CLOCK_MONOTONIC, 0 if it cannot be read.
-func monotonicNow() int64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		return 0
-	}
-	return ts.Nano()
 }
