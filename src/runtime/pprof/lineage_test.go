@@ -7,6 +7,7 @@ package pprof
 import (
 	"bytes"
 	"internal/profile"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -40,8 +41,11 @@ func lineageWait(started chan<- bool, release <-chan bool) {
 }
 
 // lineageStart starts 5 goroutines at one site and 3 at the other, waits
-// until they run and returns the function that releases them.
+// until they run and returns the function that releases them. After the
+// test it collects the garbage the test's profiles left, for the same
+// reason as TestLineageLabelsABI.
 func lineageStart(t *testing.T) func() {
+	t.Cleanup(runtime.GC)
 	started, release := make(chan bool), make(chan bool)
 	lineageSpawn(5, started, release)
 	lineageSpawnOther(3, started, release)
