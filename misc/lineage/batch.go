@@ -53,45 +53,45 @@ func (p *Process) goroutineStacks(ctx context.Context) (*Snapshot, error) {
 	}
 	onThread := p.onThreads(v)
 	s := &Snapshot{}
-	var (
-		gs    []lineageabi.Goroutine
-		walks []*stack.Walk
-	)
 	if p.pid != 0 && p.threads == nil {
 		// A running process.
 		stack.Table(p.exe.Bin) // decoded once, before the read
-		var st lineageabi.LiveStats
-		gs, walks, st, err = lineageabi.ReadLive(v, func() lineageabi.Visit[*stack.Walk] {
+		var c *converter
+		st, err := lineageabi.ReadLiveEach(v, func() lineageabi.Visit[*stack.Walk] {
 			return (&parkedWalker{p: p}).walk
+		}, func(n int) { c = p.newConverter(n) }, func(lg *lineageabi.Goroutine, w *stack.Walk) {
+			c.add(lg, w, true)
 		})
 		if err != nil {
 			return nil, err
 		}
 		s.Torn, s.Retried, s.Reads, s.stats = st.Torn, st.Retried, st.Calls, st
+		s.Goroutines = c.done(onThread)
 	} else {
 		// A core or a stopped process: one instant, read through a page
 		// cache.
-		if gs, s.Torn, err = v.Goroutines(); err != nil {
+		gs, torn, err := v.Goroutines()
+		if err != nil {
 			return nil, err
 		}
+		s.Torn = torn
 		pw := parkedWalker{p: p}
-		walks = make([]*stack.Walk, len(gs))
+		walks := make([]*stack.Walk, len(gs))
 		for i := range gs {
 			if regs, ok := lineageabi.SavedRegs(&gs[i]); ok {
 				pw.scratch.Unwind(p.mem, p.exe.Bin, p.exe.Bias, regs)
 				walks[i] = pw.intern()
 			}
 		}
+		s.Goroutines = p.convert(gs, walks, onThread)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.Goroutines = p.convert(gs, walks, onThread)
 	frames := map[*stack.Walk][]Frame{}
 	for _, g := range s.Goroutines {
 		p.fillStack(g, frames)
 	}
-	p.dropRaw(s)
 	return s, nil
 }
 

@@ -41,10 +41,30 @@ func inRuntime(name string) bool {
 }
 
 // DumpFrames returns the frames of a stack that the program's own
-// goroutine dump prints (those with Hidden false), in a new slice.
+// goroutine dump prints (those with Hidden false), in order. Like the
+// stacks of GoroutineStacks, the result may share frames' array (it does
+// when the shown frames are contiguous, as they are unless a hidden
+// wrapper lies between two of them): callers must not modify it.
 func DumpFrames(frames []Frame) []Frame {
-	var out []Frame
-	for _, f := range frames {
+	i := 0
+	for i < len(frames) && frames[i].Hidden {
+		i++
+	}
+	j := len(frames)
+	for j > i && frames[j-1].Hidden {
+		j--
+	}
+	n := 0
+	for _, f := range frames[i:j] {
+		if !f.Hidden {
+			n++
+		}
+	}
+	if n == j-i {
+		return frames[i:j:j]
+	}
+	out := make([]Frame, 0, n)
+	for _, f := range frames[i:j] {
 		if !f.Hidden {
 			out = append(out, f)
 		}

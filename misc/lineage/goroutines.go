@@ -176,33 +176,26 @@ func (p *Process) goroutines(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	s := &Snapshot{}
-	var gs []lineageabi.Goroutine
 	if p.pid != 0 && p.threads == nil {
 		// A running process: in batches of vectored reads, as
 		// GoroutineStacks reads it, without the stacks.
-		var st lineageabi.LiveStats
-		if gs, _, st, err = lineageabi.ReadLive[struct{}](v, nil); err != nil {
+		var c *converter
+		st, err := lineageabi.ReadLiveEach(v, nil, func(n int) { c = p.newConverter(n) },
+			func(lg *lineageabi.Goroutine, _ struct{}) { c.add(lg, nil, true) })
+		if err != nil {
 			return nil, err
 		}
 		s.Torn, s.Retried, s.Reads, s.stats = st.Torn, st.Retried, st.Calls, st
-	} else if gs, s.Torn, err = v.Goroutines(); err != nil {
+		s.Goroutines = c.done(p.onThreads(v))
+		return s, nil
+	}
+	gs, torn, err := v.Goroutines()
+	if err != nil {
 		return nil, err
 	}
+	s.Torn = torn
 	s.Goroutines = p.convert(gs, nil, p.onThreads(v))
-	p.dropRaw(s)
 	return s, nil
-}
-
-// dropRaw lets the registry reader's goroutines go once converted, unless
-// golineage asked to see them (lineageraw.KeepRaw): a one-shot reader
-// pays for every page its heap grows by.
-func (p *Process) dropRaw(s *Snapshot) {
-	if p.keepRaw {
-		return
-	}
-	for _, g := range s.Goroutines {
-		g.raw = nil
-	}
 }
 
 // onThreads maps goroutines to the threads running them, by the threads'
@@ -218,37 +211,30 @@ func (p *Process) onThreads(v *lineageabi.View) map[uint64]int {
 }
 
 // convert converts the reader's goroutines (and their walks, if walks is
-// not nil), in ID order, each once (a live read may see a goroutine
-// twice: the first reading is kept).
+// not nil), in ID order, each once (see converter.done).
 func (p *Process) convert(gs []lineageabi.Goroutine, walks []*stack.Walk, onThread map[uint64]int) []*Goroutine {
-	order := make([]int, len(gs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(gs[i].Goid, gs[j].Goid) })
-	c := converter{p: p, slab: make([]Goroutine, len(gs)), chains: map[string][]Ancestor{}}
-	if p.pid != 0 {
-		c.mono, c.wall = target.MonotonicNow(), time.Now()
-	}
-	out := make([]*Goroutine, 0, len(gs))
-	for k, i := range order {
-		if k > 0 && gs[order[k-1]].Goid == gs[i].Goid {
-			continue
-		}
-		g := c.goroutine(&gs[i])
-		g.Thread = onThread[g.ID]
+	c := p.newConverter(len(gs))
+	for i := range gs {
+		var w *stack.Walk
 		if walks != nil {
-			g.walk = walks[i]
+			w = walks[i]
 		}
-		out = append(out, g)
+		c.add(&gs[i], w, false)
 	}
-	return out
+	return c.done(onThread)
 }
 
-// A converter converts the goroutines of one read: it allocates them
+// sortByID sorts goroutines by ID, keeping the order of equal IDs.
+func sortByID(gs []*Goroutine) {
+	slices.SortStableFunc(gs, func(a, b *Goroutine) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+// A converter converts the goroutines of one read, one at a time (a live
+// read converts each as it is read, and lets the reader's go): it allocates them
 // together, and their ancestor lists once per distinct ancestry.
 type converter struct {
 	p      *Process
+	out    []*Goroutine
 	slab   []Goroutine
 	chains map[string][]Ancestor
 	key    []byte
@@ -259,8 +245,57 @@ type converter struct {
 	wall time.Time
 }
 
+// newConverter returns a converter for a read of about n goroutines.
+func (p *Process) newConverter(n int) *converter {
+	c := &converter{p: p, chains: map[string][]Ancestor{}}
+	if n > 0 {
+		c.slab = make([]Goroutine, n)
+		c.out = make([]*Goroutine, 0, n)
+	}
+	if p.pid != 0 {
+		c.mono, c.wall = target.MonotonicNow(), time.Now()
+	}
+	return c
+}
+
+// add converts lg, whose stack walked as w. transient: lg's record is the
+// reader's to reuse (lineageabi.ReadLiveEach), so a Process that keeps
+// the reader's goroutines (keepRaw) keeps a copy.
+func (c *converter) add(lg *lineageabi.Goroutine, w *stack.Walk, transient bool) {
+	if c.p.keepRaw && transient {
+		cp, rec := *lg, *lg.Record
+		rec.Anc, rec.Stack = slices.Clone(rec.Anc), slices.Clone(rec.Stack)
+		cp.Record = &rec
+		lg = &cp
+	}
+	g := c.goroutine(lg)
+	if !c.p.keepRaw {
+		g.raw = nil
+	}
+	g.walk = w
+	c.out = append(c.out, g)
+}
+
+// done returns the goroutines converted, in ID order, each once: a live
+// read may see a goroutine twice (its g reused meanwhile), and the first
+// reading is kept. onThread gives each the thread running it.
+func (c *converter) done(onThread map[uint64]int) []*Goroutine {
+	out := c.out
+	sortByID(out)
+	out = slices.CompactFunc(out, func(a, b *Goroutine) bool { return a.ID == b.ID })
+	for _, g := range out {
+		g.Thread = onThread[g.ID]
+	}
+	return out
+}
+
 // goroutine converts the reader's goroutine.
 func (c *converter) goroutine(lg *lineageabi.Goroutine) *Goroutine {
+	if len(c.slab) == 0 {
+		// More goroutines than the read expected: the next ones are
+		// allocated together too.
+		c.slab = make([]Goroutine, max(64, len(c.out)/4))
+	}
 	g := &c.slab[0]
 	c.slab = c.slab[1:]
 	c.p.lineageOf(g, lg.Record, c)

@@ -460,38 +460,47 @@ type Anc struct{ Goid, StartPC, GoPC uint64 }
 // Counts are clamped to the header's capacities, so a corrupt record can
 // make the chain wrong but never make the reader read out of bounds.
 func ParseRecord(h *Header, b []byte) (*Record, error) {
+	r := new(Record)
+	if err := ParseRecordInto(r, h, b); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ParseRecordInto is ParseRecord into r, reusing the arrays of r's
+// ancestors and stack.
+func ParseRecordInto(r *Record, h *Header, b []byte) error {
 	if uint64(len(b)) < uint64(h.RecordSize) {
-		return nil, fmt.Errorf("lineage record truncated (%d of %d bytes)", len(b), h.RecordSize)
+		return fmt.Errorf("lineage record truncated (%d of %d bytes)", len(b), h.RecordSize)
 	}
 	le := binary.LittleEndian
 	entry := func(off uint32) (start, gopc uint64) {
 		e := b[off:]
 		return h.PC(le.Uint32(e[h.OffAncStart:])), h.PC(le.Uint32(e[h.OffAncGoPC:]))
 	}
-	r := &Record{Seq: le.Uint64(b[h.OffRecSeq:]), Goid: le.Uint64(b[h.OffRecGoid:]), ParentGoid: le.Uint64(b[h.OffRecParentGoid:]),
+	*r = Record{Seq: le.Uint64(b[h.OffRecSeq:]), Goid: le.Uint64(b[h.OffRecGoid:]), ParentGoid: le.Uint64(b[h.OffRecParentGoid:]),
 		Nanc: uint32(le.Uint16(b[h.OffRecNanc:])), Nstk: uint32(le.Uint16(b[h.OffRecNstk:])),
-		Flags: uint32(le.Uint16(b[h.OffRecFlags:])), Depth: le.Uint32(b[h.OffRecDepth:])}
+		Flags: uint32(le.Uint16(b[h.OffRecFlags:])), Depth: le.Uint32(b[h.OffRecDepth:]),
+		Anc: r.Anc[:0], Stack: r.Stack[:0]}
 	r.StartPC, r.GoPC = entry(h.OffRecSite)
 	if r.Nanc > h.MaxDepth {
-		return nil, fmt.Errorf("lineage record: %d ancestors, capacity %d", r.Nanc, h.MaxDepth)
+		return fmt.Errorf("lineage record: %d ancestors, capacity %d", r.Nanc, h.MaxDepth)
 	}
 	if r.Nstk > h.MaxStack {
-		return nil, fmt.Errorf("lineage record: %d stack entries, capacity %d", r.Nstk, h.MaxStack)
+		return fmt.Errorf("lineage record: %d stack entries, capacity %d", r.Nstk, h.MaxStack)
 	}
-	if r.Nanc > 0 {
-		r.Anc = make([]Anc, r.Nanc)
-		r.Anc[0].Goid = r.ParentGoid
+	for i := range r.Nanc {
+		var a Anc
+		if i == 0 {
+			a.Goid = r.ParentGoid
+		}
+		a.StartPC, a.GoPC = entry(h.OffRecAnc + i*h.AncSize)
+		r.Anc = append(r.Anc, a)
 	}
-	for i := range r.Anc {
-		r.Anc[i].StartPC, r.Anc[i].GoPC = entry(h.OffRecAnc + uint32(i)*h.AncSize)
+	for i := range r.Nstk {
+		r.Stack = append(r.Stack, le.Uint64(b[h.OffRecStack+8*i:]))
 	}
-	if r.Nstk > 0 {
-		r.Stack = make([]uint64, r.Nstk)
-	}
-	for i := range r.Stack {
-		r.Stack[i] = le.Uint64(b[h.OffRecStack+8*uint32(i):])
-	}
-	return r, nil
+	return nil
 }
 
 // ReadRecord copies the record at addr under its sequence counter, retrying

@@ -87,6 +87,28 @@ func ReadLive[T any](v *View, newVisit func() Visit[T]) ([]Goroutine, []T, LiveS
 	return gs, out, st, err
 }
 
+// ReadLiveEach is ReadLive for a reader that converts each goroutine as it
+// comes instead of keeping the reader's: keep is called, one call at a
+// time, with each goroutine read consistently and visit's result, after
+// sized, which is told how many records the read will visit. The
+// goroutine's Record is reused once keep returns (keep copies what it
+// keeps of it); the rest of the goroutine is keep's. Reading ten thousand
+// goroutines this way allocates a few megabytes less than ReadLive, pages
+// a one-shot reader would fault in.
+func ReadLiveEach[T any](v *View, newVisit func() Visit[T], sized func(n int), keep func(g *Goroutine, res T)) (LiveStats, error) {
+	var st LiveStats
+	addrs, err := v.recordAddrs(&st, nil, nil)
+	if err != nil {
+		return st, err
+	}
+	sized(len(addrs))
+	err = readLive(v, addrs, newVisit, &st, nil, liveSink[T]{keep: func(g *Goroutine, res T, _ uint32) {
+		st.Goroutines++
+		keep(g, res)
+	}, transient: true})
+	return st, err
+}
+
 // LiveReaders bounds the goroutines that read batches at once (and the
 // CPUs a read takes from the machine): at most GOMAXPROCS.
 const LiveReaders = 4
@@ -109,6 +131,9 @@ type liveSink[T any] struct {
 	// free, if not nil, takes a record whose g is free (dead or idle) and
 	// the record's change count before the g's status was read.
 	free func(rec, gp uint64, changes uint32)
+	// transient: keep copies what it keeps of a goroutine's record, which
+	// is reused afterwards (ReadLiveEach).
+	transient bool
 }
 
 // readLive reads the goroutines of the records at addrs, with retries, and
@@ -120,7 +145,7 @@ func readLive[T any](v *View, addrs []uint64, newVisit func() Visit[T], st *Live
 		mu.Lock()
 		defer mu.Unlock()
 		sink.keep(g, res, changes)
-	}}
+	}, transient: sink.transient}
 	if sink.free != nil {
 		locked.free = func(rec, gp uint64, t uint32) {
 			mu.Lock()
@@ -644,6 +669,7 @@ type arena struct {
 	ls   []liveG
 	live []*liveG
 	vgs  []*Goroutine
+	recd []Record // the batch's records, for a transient sink
 	gps  []uint64
 	recs []uint64
 
@@ -850,7 +876,16 @@ func readLiveBatch[T any](v *View, addrs []uint64, visit Visit[T], st *LiveStats
 			again = append(again, l.rec)
 			continue
 		}
-		rec, err := ParseRecord(h, rb)
+		var rec *Record
+		if sink.transient {
+			if i >= len(ar.recd) {
+				ar.recd = append(ar.recd, make([]Record, i+1-len(ar.recd))...)
+			}
+			rec = &ar.recd[i]
+			err = ParseRecordInto(rec, h, rb)
+		} else {
+			rec, err = ParseRecord(h, rb)
+		}
 		if err != nil {
 			// A record rewritten under us parses as garbage: the re-read
 			// of seq decides.

@@ -2,6 +2,7 @@ package lineageabi
 
 import (
 	"encoding/binary"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -67,6 +68,39 @@ func TestReadLive(t *testing.T) {
 	// g (T1), g, records, the wait list, g, records.
 	if mem.calls != 7 || st.Calls != 8 {
 		t.Errorf("%d vectored reads (stats: %d calls), want 7 (8)", mem.calls, st.Calls)
+	}
+}
+
+// ReadLiveEach reads what ReadLive reads, handing each goroutine over as
+// it comes; what keep copies of the reused record stays right.
+func TestReadLiveEach(t *testing.T) {
+	v, _, _ := liveImage(t)
+	want, _, _, err := ReadLive[int](v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sized := -1
+	var got []Goroutine
+	var recs []*Record
+	st, err := ReadLiveEach(v, func() Visit[int] {
+		return func(gs []*Goroutine) []int { return make([]int, len(gs)) }
+	}, func(n int) { sized = n }, func(g *Goroutine, _ int) {
+		rec := *g.Record
+		rec.Anc, rec.Stack = slices.Clone(rec.Anc), slices.Clone(rec.Stack)
+		got, recs = append(got, *g), append(recs, &rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The image has two records, one of them free.
+	if sized != 2 || st.Goroutines != 1 || len(got) != 1 {
+		t.Fatalf("sized %d, %d goroutines kept (stats %+v), want 2 and 1", sized, len(got), st)
+	}
+	for i := range got {
+		got[i].Record = recs[i]
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ReadLiveEach kept\n%+v\nReadLive read\n%+v", got, want)
 	}
 }
 
