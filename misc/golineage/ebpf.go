@@ -10,6 +10,7 @@ package main
 // are those the program sampled since the previous tick.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -222,7 +223,7 @@ func (r *ebpfRun) sample(pf profileFlags, b *pprofout.Builder) error {
 				b.SetTickWeight(now.Sub(lastTick))
 			}
 			lastTick = now
-			r.wallTick(&parked, running, b)
+			r.wallTick(pf.ctx, &parked, running, b)
 			clear(running)
 			tc.tick()
 			nextTick = nextTick.Add(period)
@@ -278,7 +279,7 @@ func exitWatch(pid int) (exited func() bool, close func()) {
 // lastOnCPUTicks ticks, or else by its start function and lineage, with
 // the state "running (not sampled)", as the ptrace collector, which stops
 // every thread that runs a goroutine, would count it.
-func (r *ebpfRun) wallTick(parked *wallParked, running map[uint64]pprofout.Sample, b *pprofout.Builder) {
+func (r *ebpfRun) wallTick(ctx context.Context, parked *wallParked, running map[uint64]pprofout.Sample, b *pprofout.Builder) {
 	r.ticks++
 	if r.lastOnCPU == nil {
 		r.lastOnCPU = map[uint64]lastSample{}
@@ -314,7 +315,7 @@ func (r *ebpfRun) wallTick(parked *wallParked, running map[uint64]pprofout.Sampl
 			delete(r.lastOnCPU, goid)
 		}
 	}
-	parked.tick(snap, view, onCPU, b)
+	parked.tick(ctx, r.t, view != nil && view.Reg != nil, onCPU, b)
 }
 
 // eventSample turns an event into a sample: the innermost frame repaired

@@ -146,6 +146,7 @@ func openProfTarget(ctx context.Context, pid int, pf profileFlags) (*profTarget,
 		p.Close()
 		return nil, err
 	}
+	lineageraw.KeepRaw(p) // wall-clock samples are made of the registry's readings
 	return &profTarget{p: p, pid: pid, bin: exe.Bin, bias: p.LoadBias(), abi: abi}, nil
 }
 
@@ -332,9 +333,7 @@ func samplePtraceLoop(t *profTarget, pf profileFlags, b *pprofout.Builder) error
 				// Threads one at a time, then the parked goroutines
 				// with none stopped.
 				samples = goroutineSamples(samples)
-				snap := t.liveSnapshot()
-				snap.ctx = pf.ctx
-				parked.tick(snap, loadViewOrNil(snap), samples, b)
+				parked.tick(pf.ctx, t, true, samples, b)
 			}
 		}
 		if pf.ctx.Err() != nil {
@@ -563,9 +562,9 @@ func parkedSample(g lineageabi.Goroutine, walk stack.Walk) pprofout.Sample {
 
 // wallParked counts, tick after tick, the parked goroutines of a
 // wall-clock profile of a process that keeps running: the registry is read
-// and the parked stacks walked with no thread stopped. A goroutine that
-// was parked at its last walk and has not run since is not walked again,
-// and its sample stays the same (lineageabi.Cache.Changes): a tick costs
+// and the parked stacks walked with no thread stopped, through the SDK's
+// Watcher. A goroutine that was parked at its last walk and has not run
+// since is not walked again, and its sample stays the same: a tick costs
 // the read of every record's change count and work for the goroutines that
 // ran, or were not parked, only. A
 // sample is added to the profile, once for all the ticks it was in, when
@@ -573,12 +572,13 @@ func parkedSample(g lineageabi.Goroutine, walk stack.Walk) pprofout.Sample {
 // those ticks covered (the builder's tick weight at each tick: a tick that
 // came late covers more than the period).
 type wallParked struct {
-	cache   lineageabi.Cache[*pprofout.Sample]
-	since   map[*pprofout.Sample]int           // the set: the tick each sample joined it
-	byGoid  map[uint64]*pprofout.Sample        // the set by goroutine
-	onCPU   map[*pprofout.Sample]int           // ticks a sample in the set was sampled on a thread too
-	onCPUd  map[*pprofout.Sample]time.Duration // and the time those ticks covered
-	missed  []int                              // ticks whose read failed (ascending): counted for none
+	watch   *lineage.Watcher
+	sampled map[*lineage.Goroutine]*pprofout.Sample // the set's goroutines, as Changes returned them
+	since   map[*pprofout.Sample]int                // the set: the tick each sample joined it
+	byGoid  map[uint64]*pprofout.Sample             // the set by goroutine
+	onCPU   map[*pprofout.Sample]int                // ticks a sample in the set was sampled on a thread too
+	onCPUd  map[*pprofout.Sample]time.Duration      // and the time those ticks covered
+	missed  []int                                   // ticks whose read failed (ascending): counted for none
 	ticks   int
 	covered []time.Duration // covered[t]: the time ticks 1 to t covered, summed
 }
@@ -595,51 +595,52 @@ func (w *wallParked) span(a, b int, bu *pprofout.Builder) time.Duration {
 	return time.Duration(b-a) * bu.TickWeight()
 }
 
-// tick reads the parked goroutines once, through view (nil when no
-// registry could be read: the tick then counts for none). onThreads are the
-// samples of the goroutines sampled on a thread this tick, which a parked
-// sample of the same goroutine must not count twice.
-func (w *wallParked) tick(snap *snapshot, view *lineageabi.View, onThreads []pprofout.Sample, b *pprofout.Builder) {
+// tick reads the parked goroutines of t once (readable false: the
+// caller found no registry to read this tick, which then counts for
+// none, as does a tick whose read fails). onThreads are the samples of the goroutines sampled on a thread
+// this tick, which a parked sample of the same goroutine must not count
+// twice.
+func (w *wallParked) tick(ctx context.Context, t *profTarget, readable bool, onThreads []pprofout.Sample, b *pprofout.Builder) {
 	if w.since == nil {
 		w.since, w.byGoid, w.onCPU = map[*pprofout.Sample]int{}, map[uint64]*pprofout.Sample{}, map[*pprofout.Sample]int{}
 		w.onCPUd = map[*pprofout.Sample]time.Duration{}
+		w.sampled = map[*lineage.Goroutine]*pprofout.Sample{}
 	}
 	w.ticks++
-	t := w.ticks
+	tk := w.ticks
 	if len(w.covered) == 0 {
 		w.covered = []time.Duration{0}
 	}
 	w.covered = append(w.covered, w.covered[len(w.covered)-1]+b.TickWeight())
-	if view == nil || view.Reg == nil {
-		w.missed = append(w.missed, t)
+	if !readable {
+		w.missed = append(w.missed, tk)
 		return
 	}
-	gone, added, _, err := w.cache.Changes(view, func() lineageabi.Visit[*pprofout.Sample] {
-		walk := lineageraw.ParkedWalker(snap.mem)
-		return func(gs []*lineageabi.Goroutine) []*pprofout.Sample {
-			walks := walk(gs)
-			out := make([]*pprofout.Sample, len(gs))
-			for i, w := range walks {
-				if w != nil {
-					s := parkedSample(*gs[i], *w)
-					out[i] = &s
-				}
-			}
-			return out
-		}
-	})
-	for _, s := range gone {
-		if s != nil {
-			w.close(s, t, b)
+	var err error
+	if w.watch == nil {
+		w.watch, err = t.p.Watch()
+	}
+	var gone, added []*lineage.Goroutine
+	if err == nil {
+		gone, added, err = w.watch.Changes(ctx)
+	}
+	for _, g := range gone {
+		if s := w.sampled[g]; s != nil {
+			delete(w.sampled, g)
+			w.close(s, tk, b)
 		}
 	}
-	for _, s := range added {
-		if s != nil {
-			w.since[s], w.byGoid[s.Goid] = t, s
+	for _, g := range added {
+		raw, walk := lineageraw.Goroutine(g)
+		if raw == nil || walk == nil {
+			continue // on a thread: sampled there
 		}
+		s := parkedSample(*raw, *walk)
+		w.sampled[g] = &s
+		w.since[&s], w.byGoid[s.Goid] = tk, &s
 	}
-	if err != nil || snap.canceled() != nil {
-		w.missed = append(w.missed, t) // this tick's set may be partial
+	if err != nil || ctx.Err() != nil {
+		w.missed = append(w.missed, tk) // this tick's set may be partial
 		return
 	}
 	for _, s := range onThreads {

@@ -309,7 +309,4 @@ func init() {
 	lineageraw.Stats = func(s any) lineageabi.LiveStats { return s.(*Snapshot).stats }
 	lineageraw.KeepRaw = func(p any) { p.(*Process).keepRaw = true }
 	lineageraw.Locs = func(frames any) []stack.Loc { return stackLocs(frames.([]Frame)) }
-	lineageraw.ParkedWalker = func(p any) lineageabi.Visit[*stack.Walk] {
-		return (&parkedWalker{p: p.(*Process)}).walk
-	}
 }

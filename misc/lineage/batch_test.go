@@ -92,6 +92,7 @@ type parkedSet struct {
 	ch2   chan int // received from by select, never sent to
 	quit  chan struct{}
 	ready sync.WaitGroup
+	once  sync.Once // stop's
 }
 
 // startParked starts goroutines blocked in various ways, started by a
@@ -124,11 +125,14 @@ func startParked(n int) *parkedSet {
 	return s
 }
 
+// stop releases the goroutines (once, however many times it is called).
 func (s *parkedSet) stop() {
-	close(s.quit)
-	s.mu.Unlock()
-	s.rw.Unlock()
-	s.wg.Done()
+	s.once.Do(func() {
+		close(s.quit)
+		s.mu.Unlock()
+		s.rw.Unlock()
+		s.wg.Done()
+	})
 }
 
 //go:noinline

@@ -50,6 +50,9 @@ func TestCore(t *testing.T) {
 	if tids, err := p.ThreadIDs(); err != nil || fmt.Sprint(tids) != fmt.Sprint(coreTIDs) {
 		t.Errorf("core ThreadIDs %v (%v), its threads %v", tids, err, coreTIDs)
 	}
+	if _, err := p.Watch(); err == nil {
+		t.Error("Watch of a core: no error")
+	}
 	if err := p.OnTracerThread(func() { t.Error("OnTracerThread ran fn for a core") }); err == nil {
 		t.Error("OnTracerThread of a core: no error")
 	}

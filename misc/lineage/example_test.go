@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"fpsafe.dev/misc/lineage"
@@ -173,4 +174,77 @@ func ExampleProcess_Stop() {
 		}
 		fmt.Println(g.ID, g.State, frames[0].Function)
 	}
+}
+
+var watchDone = make(chan struct{})
+
+//go:noinline
+func watchWorker() { <-watchDone }
+
+// This example counts parked goroutines tick after tick, as a wall-clock
+// profiler does: the Watcher reads again only what changed, so a worker
+// that stays parked is added once and never read again until it ends.
+func ExampleProcess_Watch() {
+	ctx := context.Background()
+	p, err := lineage.OpenPID(ctx, os.Getpid(), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	w, err := p.Watch()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	worker := func(gs []*lineage.Goroutine) *lineage.Goroutine {
+		for _, g := range gs {
+			if g.Start.Function == "fpsafe.dev/misc/lineage_test.watchWorker" && g.State == lineage.StateWaiting {
+				return g
+			}
+		}
+		return nil
+	}
+	go watchWorker()
+	var parked *lineage.Goroutine
+	for tick := 0; tick < 100 && parked == nil; tick++ { // until the worker has blocked
+		_, added, err := w.Changes(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		parked = worker(added)
+		time.Sleep(time.Millisecond)
+	}
+	if parked == nil {
+		fmt.Println("worker not found")
+		return
+	}
+	fmt.Println("added:", parked.Start.Function, parked.WaitReason)
+	for range 3 {
+		gone, added, err := w.Changes(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if worker(added) != nil || slices.Contains(gone, parked) {
+			fmt.Println("the parked worker was read again")
+		}
+	}
+	close(watchDone)
+	for tick := 0; tick < 100; tick++ { // until the worker has ended
+		gone, _, err := w.Changes(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if slices.Contains(gone, parked) {
+			fmt.Println("gone:", parked.Start.Function)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Output:
+	// added: fpsafe.dev/misc/lineage_test.watchWorker chan receive
+	// gone: fpsafe.dev/misc/lineage_test.watchWorker
 }

@@ -7,7 +7,9 @@
 // goroutine with its parent, ancestors, state, wait reason and time, wait
 // object, pprof labels, start and creation sites (Goroutines), and with its
 // stack too (GoroutineStacks: one batched pass, a few vectored reads per
-// hundred goroutines; Stack walks one goroutine's). Stacks are walked by
+// hundred goroutines; Stack walks one goroutine's), and, read again and
+// again as a profiler's ticks read them, what changed since the last read
+// (Watch: a goroutine that stayed parked is not read again). Stacks are walked by
 // frame pointers and the executable's SFrame table and symbolized from its
 // pclntab, inlined frames expanded. A live process is read with
 // process_vm_readv and is never stopped: reads follow the ABI's
@@ -89,8 +91,9 @@ type Options struct {
 // Process is an open target: a live process or a core with its executable.
 //
 // Concurrency: Goroutines, GoroutineStacks, Stack, Regions, NewSampler,
-// Threads, ThreadIDs, ReadAt and ReadV may be called from several
-// goroutines at once (each Sampler from one goroutine at a time). Stop,
+// Watch, Threads, ThreadIDs, ReadAt and ReadV may be called from several
+// goroutines at once (each Sampler and Watcher from one goroutine at a
+// time). Stop,
 // StopThread and OnTracerThread, which use the one tracer thread a
 // Process keeps, must be called from one goroutine at a time, and Close
 // when no other call is running. After Close every method returns

@@ -27,12 +27,6 @@ var KeepRaw func(p any)
 // the registry reader's statistics, sudogs included.
 var Stats func(s any) lineageabi.LiveStats
 
-// ParkedWalker returns a visit for lineageabi.ReadLive and
-// lineageabi.Cache.Changes that walks parked goroutines' stacks as the
-// SDK's GoroutineStacks does, reading p, a *lineage.Process: golineage's
-// wall-clock profile reads parked goroutines incrementally with it.
-var ParkedWalker func(p any) lineageabi.Visit[*stack.Walk]
-
 // Locs converts frames, a []lineage.Frame, to the stack package's.
 var Locs func(frames any) []stack.Loc
 
