@@ -20,7 +20,8 @@ var (
 
 // check verifies the rule on the fork's own files (owned.go): no patch's diff changes a new
 // file of the series, and src/ holds each new file as the last commit does; and the rule on
-// tests (testrule.go): a patch that changes code changes a test of it. Then it applies
+// tests (testrule.go): a patch that changes code changes a test of it; and README.md's
+// concern table against the series (concerns.go). Then it applies
 // the series into a scratch repository, extracts it, compares the result with the
 // repository byte for byte, and (build) builds every commit after "upstream" and
 // type-checks the tests of the packages each commit touches.
@@ -33,6 +34,9 @@ func (f *fork) check(stdout io.Writer, build, keep bool) error {
 		return err
 	}
 	if err := checkPatchTests(f.top, in.series); err != nil {
+		return err
+	}
+	if err := checkConcernTable(f.top, in.series); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp("", "fork-check-")
@@ -74,6 +78,7 @@ func (f *fork) check(stdout io.Writer, build, keep bool) error {
 	}
 	fmt.Fprintf(stdout, "fork: check: no patch changes a new file of the series; src/ holds what the last commit holds\n")
 	fmt.Fprintf(stdout, "fork: check: each patch that changes code changes a test of it or says why not (Tests: none)\n")
+	fmt.Fprintf(stdout, "fork: check: README.md's concern table names each patch, and no other\n")
 	fmt.Fprintf(stdout, "fork: check: apply then extract reproduces patches/, src/ and VERSION (%d patches)\n", len(in.series))
 	if !build {
 		return nil

@@ -746,3 +746,57 @@ func FuzzDiffFiles(f *testing.F) {
 		}
 	})
 }
+
+// check keeps README.md's concern table true to the series: a subject it names that no
+// patch has, or a patch no row names, fails it.
+func TestCheckConcernTable(t *testing.T) {
+	e := newEnv(t)
+	e.mustFork("apply")
+	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() {}\n")
+	e.write(e.work, "src/runtime/proc_test.go", "package runtime\n")
+	e.commit("runtime: make a call b")
+	e.write(e.work, "src/runtime/proc.go", "package runtime\n\nfunc a() { b() }\n\nfunc b() { println() }\n")
+	e.write(e.work, "src/runtime/print_test.go", "package runtime\n")
+	e.commit("runtime: make b print a line")
+	e.mustFork("extract")
+	table := func(rows ...string) string {
+		return "# fork\n\n| concern | patches (by subject) | design |\n| --- | --- | --- |\n" + strings.Join(rows, "\n") + "\n\nAfter the table: `not a subject`\n"
+	}
+	e.write(e.repo, "README.md", table("| calls | `runtime: make a call b` | - |", "| printing | `runtime: make b ...` | - |", "| docs | | - |"))
+	if out := e.mustFork("check", "-nobuild"); !strings.Contains(out, "concern table names each patch") {
+		t.Errorf("check output lacks the concern table's line:\n%s", out)
+	}
+	e.write(e.repo, "README.md", table("| calls | `runtime: make a call b`, `runtime: make c ...` | - |"))
+	_, err := e.fork("check", "-nobuild")
+	if !errors.Is(err, errConcernTable) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("check: %v; want one line wrapping errConcernTable", err)
+	}
+	for _, want := range []string{
+		"`runtime: make c ...` is no patch's subject",
+		`patches/0002-runtime-make-b-print-a-line.patch ("runtime: make b print a line") is in no row`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("check error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "0001") || strings.Contains(err.Error(), "not a subject") {
+		t.Errorf("check error names what it should not:\n%v", err)
+	}
+}
+
+func TestSubjectPattern(t *testing.T) {
+	for _, tc := range []struct {
+		pat, subject string
+		want         bool
+	}{
+		{"runtime: end the frame-pointer chain in ...", "runtime: end the frame-pointer chain in darwin sigtramp", true},
+		{"... with cgo on the stack", "runtime: unwind with frame pointers with cgo on the stack", true},
+		{"runtime: ... profile ...", "runtime: record heap and goroutine profile stacks", true},
+		{"runtime: a", "runtime: ab", false},
+		{"runtime: a.b", "runtime: axb", false},
+	} {
+		if got := subjectPattern(tc.pat).MatchString(tc.subject); got != tc.want {
+			t.Errorf("%q matches %q: %v, want %v", tc.pat, tc.subject, got, tc.want)
+		}
+	}
+}

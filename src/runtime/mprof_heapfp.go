@@ -41,7 +41,7 @@ import "unsafe"
 // heads, touched as stacks arrive) keep them short where the index
 // (mprof_fpindex.go) overflows: with tens of thousands of stacks, each
 // entry passed on a chain was one more wait for memory.
-var memProfStacks = fpStackTab{name: "heap profile alias hash", nbuckets: 1 << 16}
+var memProfStacks = fpStackTab{name: "heap profile stack table", nbuckets: 1 << 16}
 
 // fpOSStackSlack is how far above g0.stack.hi the frames of a thread's
 // root functions may lie on an OS-allocated stack.
