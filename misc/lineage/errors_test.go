@@ -81,6 +81,13 @@ func TestErrExited(t *testing.T) {
 	if _, err := p.GoroutineStacks(ctx); err != nil {
 		t.Fatal(err)
 	}
+	w, err := p.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, added, err := w.Changes(ctx); err != nil || len(added) == 0 {
+		t.Fatalf("Watcher.Changes: %d added, %v", len(added), err)
+	}
 	cmd.Process.Kill()
 	// A zombie: killed, not reaped yet.
 	for try := 0; try < 100; try++ {
@@ -99,6 +106,7 @@ func TestErrExited(t *testing.T) {
 	for _, read := range []func() error{
 		func() error { _, err := p.GoroutineStacks(ctx); return err },
 		func() error { _, err := p.Regions(ctx); return err },
+		func() error { _, _, err := w.Changes(ctx); return err },
 		func() error { return p.ReadAt(make([]byte, 8), 0x10000) },
 	} {
 		if err := read(); !errors.Is(err, lineage.ErrExited) {
