@@ -36,8 +36,8 @@ type Watcher struct {
 	frames  map[*stack.Walk][]Frame
 }
 
-// watchMaxWalks bounds the distinct walks a Watcher remembers; past it,
-// it forgets them all and starts again.
+// watchMaxWalks bounds the walks (and symbolized stacks) a Watcher
+// remembers; past it, it forgets them all and starts again.
 const watchMaxWalks = 1 << 16
 
 // errWatchNotLive is Watch's error for a core or a stopped process.
@@ -84,7 +84,11 @@ func (w *Watcher) changes(ctx context.Context) (gone, added []*Goroutine, err er
 		return nil, nil, err
 	}
 	stack.Table(p.exe.Bin)
-	if len(w.frames) > watchMaxWalks {
+	kept := len(w.frames)
+	for _, pw := range w.walkers {
+		kept += len(pw.walks)
+	}
+	if kept > watchMaxWalks {
 		w.walkers, w.frames = nil, nil
 	}
 	if w.frames == nil {
