@@ -113,7 +113,8 @@ func (w *Watcher) changes(ctx context.Context) (gone, added []*Goroutine, err er
 			return c.out
 		}
 	})
-	// A goroutine left out (kept changing) has a nil result.
+	// The cache lets a visit give no result for a goroutine (nil); this
+	// one always gives one, but the slices are cleaned all the same.
 	added = compactNil(added)
 	gone = compactNil(gone)
 	sortByID(added)
