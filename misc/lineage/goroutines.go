@@ -263,9 +263,8 @@ func (p *Process) newConverter(n int) *converter {
 // the reader's goroutines (keepRaw) keeps a copy.
 func (c *converter) add(lg *lineageabi.Goroutine, w *stack.Walk, transient bool) {
 	if c.p.keepRaw && transient {
-		cp, rec := *lg, *lg.Record
-		rec.Anc, rec.Stack = slices.Clone(rec.Anc), slices.Clone(rec.Stack)
-		cp.Record = &rec
+		cp := *lg
+		cp.Record = lg.Record.Clone()
 		lg = &cp
 	}
 	g := c.goroutine(lg)

@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"fpsafe.dev/misc/internal/target"
 )
@@ -455,6 +456,13 @@ type Record struct {
 // record's parent goid; version 2 keeps no goid for older ancestors, whose
 // Goid is 0 (shown without one).
 type Anc struct{ Goid, StartPC, GoPC uint64 }
+
+// Clone returns a copy of r that shares no memory with it.
+func (r *Record) Clone() *Record {
+	c := *r
+	c.Anc, c.Stack = slices.Clone(r.Anc), slices.Clone(r.Stack)
+	return &c
+}
 
 // ParseRecord decodes a record copied from memory (len(b) >= record_size).
 // Counts are clamped to the header's capacities, so a corrupt record can

@@ -73,17 +73,17 @@ type Visit[T any] func(gs []*Goroutine) []T
 // each goroutine is consistent on its own, at its own instant. Its order
 // is unspecified.
 func ReadLive[T any](v *View, newVisit func() Visit[T]) ([]Goroutine, []T, LiveStats, error) {
-	var st LiveStats
-	addrs, err := v.recordAddrs(&st, nil, nil)
-	if err != nil {
-		return nil, nil, st, err
-	}
-	gs := make([]Goroutine, 0, len(addrs))
-	out := make([]T, 0, len(addrs))
-	err = readLive(v, addrs, newVisit, &st, nil, liveSink[T]{keep: func(g *Goroutine, res T, _ uint32) {
-		gs, out = append(gs, *g), append(out, res)
-	}})
-	st.Goroutines = len(gs)
+	var (
+		gs  []Goroutine
+		out []T
+	)
+	st, err := ReadLiveEach(v, newVisit, func(n int) {
+		gs, out = make([]Goroutine, 0, n), make([]T, 0, n)
+	}, func(g *Goroutine, res T) {
+		cp := *g
+		cp.Record = g.Record.Clone()
+		gs, out = append(gs, cp), append(out, res)
+	})
 	return gs, out, st, err
 }
 
