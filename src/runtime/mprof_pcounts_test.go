@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 type pcountsObj [48]byte
@@ -95,11 +96,11 @@ func pcountsProfile(t *testing.T) pcountsCounts {
 	return pcountsProfileOf(".pcountsAlloc")
 }
 
-// pcountsProfileOf adds up the memory profile records with a frame of the
-// function whose name ends in fn.
+// pcountsProfileOf adds up the memory profile records of pcountsObj
+// objects with a frame of the function whose name ends in fn.
 func pcountsProfileOf(fn string) pcountsCounts {
 	var c pcountsCounts
-	for _, r := range memProfileRecords() {
+	for _, r := range memProfileRecordsOfSize(unsafe.Sizeof(pcountsObj{})) {
 		// Any frame: a sample taken on malloc's slow path may start
 		// with the malloc function (see TestMemoryProfiler).
 		for _, pc := range r.Stack() {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 var touchSink []*[4]int
@@ -40,11 +41,32 @@ func memProfileRecords() []runtime.MemProfileRecord {
 	}
 }
 
+// memProfileRecordsOfSize returns the records of memProfileRecords whose
+// objects are size bytes.
+//
+// A test that counts the records of its own functions needs this: the
+// runtime allocates on behalf of whatever goroutine is running, charged to
+// its stack. A collection that starts in the test's malloc creates the mark
+// workers of new Ps (a g each, never freed), and a wakeup there may create
+// an M. A bucket is keyed by stack and object size, so the size tells the
+// test's records from those.
+func memProfileRecordsOfSize(size uintptr) []runtime.MemProfileRecord {
+	p := memProfileRecords()
+	n := 0
+	for _, r := range p {
+		if r.AllocBytes == int64(size)*r.AllocObjects {
+			p[n] = r
+			n++
+		}
+	}
+	return p[:n]
+}
+
 // touchCounts returns the published allocs and frees of the buckets of
 // touchAllocAt, by depth.
 func touchCounts() (allocs, frees map[int]int64) {
 	allocs, frees = map[int]int64{}, map[int]int64{}
-	for _, r := range memProfileRecords() {
+	for _, r := range memProfileRecordsOfSize(unsafe.Sizeof([4]int{})) {
 		d := -1
 		frames := runtime.CallersFrames(r.Stack())
 		for {
@@ -152,7 +174,7 @@ func TestMemProfileFlushTouchedMany(t *testing.T) {
 	const depth = 10 // 2047 stacks
 	const nodes = 1<<(depth+1) - 1
 	count := func() (allocs, frees, buckets int64) {
-		for _, r := range memProfileRecords() {
+		for _, r := range memProfileRecordsOfSize(unsafe.Sizeof([4]int{})) {
 			for _, pc := range r.Stack() {
 				if f := runtime.FuncForPC(pc); f != nil && strings.HasSuffix(f.Name(), ".touchTree") {
 					allocs += r.AllocObjects
