@@ -115,7 +115,8 @@ func openEBPF(t *profTarget, pf profileFlags) (*ebpfRun, error) {
 		// The program reads amd64's thread pointer and registers.
 		return nil, fmt.Errorf("%w: it supports amd64 only, the executable is %s", ebpf.ErrUnavailable, t.bin.Arch)
 	}
-	cfg := ebpf.Config{TGID: t.pid, Hz: pf.hz, BTF: os.Getenv(btfEnv), Stats: pf.stats}
+	cfg := ebpf.Config{Hz: pf.hz, BTF: os.Getenv(btfEnv), Stats: pf.stats}
+	var tc ebpf.Target
 	r := &ebpfRun{t: t}
 	if abi := t.abi; abi != nil {
 		// The offsets are the executable file's (the ABI puts them there
@@ -126,20 +127,32 @@ func openEBPF(t *profTarget, pf profileFlags) (*ebpfRun, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, rt := abi.Static, v.H
 		r.view, r.note = v, v.Note
-		cfg.Lineage = rt.Flags&lineageabi.FlagRecords != 0
-		cfg.TLSG, cfg.TLSGOffset = rt.Flags&lineageabi.FlagTLSG != 0, rt.TLSGOffset
-		cfg.OffGM, cfg.OffMRegion = h.OffGM, h.OffMRegion
-		cfg.OffRegionSeq, cfg.OffRegionTid, cfg.OffRegionCur = h.OffRegionSeq, h.OffRegionTid, h.OffRegionCur
-		cfg.OffRecSeq, cfg.RecordSize = h.OffRecSeq, rt.RecordSize
+		tc = ebpfTarget(abi.Static, v.H)
 	}
 	c, err := ebpf.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
+	if err := c.AddTarget(t.pid, tc); err != nil {
+		c.Close()
+		return nil, err
+	}
 	r.c = c
 	return r, nil
+}
+
+// ebpfTarget is what the BPF program needs of a process: the offsets of
+// its executable's header h and the run-time fields of rt, the header as
+// the process's memory holds it.
+func ebpfTarget(h, rt *lineageabi.Header) ebpf.Target {
+	return ebpf.Target{
+		Lineage: rt.Flags&lineageabi.FlagRecords != 0,
+		TLSG:    rt.Flags&lineageabi.FlagTLSG != 0, TLSGOffset: rt.TLSGOffset,
+		OffGM: h.OffGM, OffMRegion: h.OffMRegion,
+		OffRegionSeq: h.OffRegionSeq, OffRegionTid: h.OffRegionTid, OffRegionCur: h.OffRegionCur,
+		OffRecSeq: h.OffRecSeq, RecordSize: rt.RecordSize,
+	}
 }
 
 func (r *ebpfRun) close() { r.c.Close() }

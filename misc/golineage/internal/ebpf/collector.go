@@ -1,17 +1,23 @@
 // Package ebpf is the kernel side of golineage's ebpf collector: a BPF
 // program (lineage.bpf.c, compiled to the committed lineage_bpfel.o) run by
 // a cpu-clock perf event on every CPU, which, for each sample of a thread
-// of the target process, copies the user stack walked by frame pointers,
-// the user registers, the words above SP and the thread's goroutine lineage
-// record, and sends them to user space through a ring buffer. The target
-// is never stopped: a sample is taken on the sampled thread's own CPU, in
-// the timer interrupt, as perf's own samples are. The program filters on
-// the target's tgid, so threads created during the profile are covered.
+// of a target process, copies the user stack walked by frame pointers, the
+// user registers, the words above SP and the thread's goroutine lineage
+// record, and sends them to user space through a ring buffer. The targets
+// are never stopped: a sample is taken on the sampled thread's own CPU, in
+// the timer interrupt, as perf's own samples are. The program looks the
+// sampled thread's tgid up in a map of targets (AddTarget), so one set of
+// perf events serves every target, and threads created while a process is
+// a target are covered.
 //
-// Everything the collector opens (the program, the maps, one perf event
-// per CPU) belongs to the Collector and is released by Close, also on
-// every error path of Open: nothing stays attached once the collector's
-// user is done.
+// With Config.Procs, two tracepoints report processes as they exec and as
+// targets exit (Event.Flags FlagExec and FlagExit), for a reader that
+// follows a whole node.
+//
+// Everything the collector opens (the programs, the maps, one perf event
+// per CPU, the tracepoint links) belongs to the Collector and is released
+// by Close, also on every error path of Open: nothing stays attached once
+// the collector's user is done.
 package ebpf
 
 import (
@@ -29,6 +35,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 )
@@ -46,30 +53,55 @@ const DefaultBTF = "/sys/kernel/btf/vmlinux"
 // of the target or of a read.
 var ErrUnavailable = errors.New("ebpf collector unavailable")
 
-// Config is what the program needs to know: the target and the lineage
-// ABI's offsets, all read from the target's header by the caller.
+// Config says how the collector samples.
 type Config struct {
-	TGID int
-	Hz   int
-
-	Lineage                                  bool // read lineage records
-	TLSG                                     bool // g is at FSBase+TLSGOffset (else in R14)
-	TLSGOffset                               int64
-	OffGM, OffMRegion                        uint32
-	OffRegionSeq, OffRegionTid, OffRegionCur uint32
-	OffRecSeq, RecordSize                    uint32
+	Hz int // samples per second of each CPU
 
 	BTF string // the kernel's BTF; "" means DefaultBTF
 
 	// Stats turns on the kernel's run-time statistics of BPF programs
 	// (system-wide, while the collector is open) for RunTime.
 	Stats bool
+
+	// Procs attaches the tracepoints that report every exec, and the
+	// exit of every target, as events.
+	Procs bool
 }
+
+// Target is what the program needs to know of a process: the lineage ABI's
+// offsets, all read from the process's header by the caller.
+type Target struct {
+	Lineage                                  bool // read lineage records
+	TLSG                                     bool // g is at FSBase+TLSGOffset (else in R14)
+	TLSGOffset                               int64
+	OffGM, OffMRegion                        uint32
+	OffRegionSeq, OffRegionTid, OffRegionCur uint32
+	OffRecSeq, RecordSize                    uint32
+}
+
+// target is struct target of lineage.bpf.c.
+type target struct {
+	Flags                                    uint32
+	OffGM, OffMRegion                        uint32
+	OffRegionSeq, OffRegionTid, OffRegionCur uint32
+	OffRecSeq, RecordSize                    uint32
+	TLSGOffset                               int64
+}
+
+// The flags of struct target.
+const (
+	targetLineage = 1
+	targetTLSG    = 2
+)
+
+// MaxTargets is how many processes the program can sample at once.
+const MaxTargets = 8192
 
 // Collector is the loaded program, attached to one perf event per CPU.
 type Collector struct {
 	coll  *ebpf.Collection
 	perf  []int
+	links []link.Link // the tracepoints, with Config.Procs
 	rd    *ringbuf.Reader
 	rec   ringbuf.Record
 	stats io.Closer // holds the kernel's BPF statistics on, with Config.Stats
@@ -131,25 +163,8 @@ func Open(cfg Config) (_ *Collector, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("ebpf collector: the embedded program: %w", err)
 	}
-	b2u := func(b bool) uint32 {
-		if b {
-			return 1
-		}
-		return 0
-	}
-	for name, v := range map[string]any{
-		"target_tgid": uint32(cfg.TGID), "lineage": b2u(cfg.Lineage), "tls_g": b2u(cfg.TLSG), "tls_g_offset": cfg.TLSGOffset,
-		"off_g_m": cfg.OffGM, "off_m_region": cfg.OffMRegion,
-		"off_region_seq": cfg.OffRegionSeq, "off_region_tid": cfg.OffRegionTid, "off_region_cur": cfg.OffRegionCur,
-		"off_rec_seq": cfg.OffRecSeq, "record_size": cfg.RecordSize,
-	} {
-		vs, ok := spec.Variables[name]
-		if !ok {
-			return nil, fmt.Errorf("ebpf collector: the embedded program has no variable %s", name)
-		}
-		if err := vs.Set(v); err != nil {
-			return nil, fmt.Errorf("ebpf collector: setting %s: %w", name, err)
-		}
+	if cfg.Hz <= 0 {
+		return nil, fmt.Errorf("ebpf collector: sampling rate %d Hz", cfg.Hz)
 	}
 	c := &Collector{}
 	defer func() {
@@ -168,6 +183,15 @@ func Open(cfg Config) (_ *Collector, err error) {
 	}
 	if c.rd, err = ringbuf.NewReader(c.coll.Maps["events"]); err != nil {
 		return nil, fmt.Errorf("ebpf collector: the ring buffer: %w", err)
+	}
+	if cfg.Procs {
+		for _, tp := range []struct{ name, prog string }{{"sched_process_exec", "proc_exec"}, {"sched_process_exit", "proc_exit"}} {
+			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.name, Program: c.coll.Programs[tp.prog]})
+			if err != nil {
+				return nil, fmt.Errorf("%w: attaching to the tracepoint %s: %v", ErrUnavailable, tp.name, err)
+			}
+			c.links = append(c.links, l)
+		}
 	}
 	cpus, err := onlineCPUs()
 	if err != nil {
@@ -199,6 +223,44 @@ func Open(cfg Config) (_ *Collector, err error) {
 	return c, nil
 }
 
+// AddTarget makes the program sample the process tgid (a pid of the
+// initial PID namespace, as /proc of the host lists it), or updates what
+// it knows of it. Samples of a process that was a target, taken before
+// RemoveTarget, may still be read after it.
+func (c *Collector) AddTarget(tgid int, t Target) error {
+	v := target{
+		OffGM: t.OffGM, OffMRegion: t.OffMRegion,
+		OffRegionSeq: t.OffRegionSeq, OffRegionTid: t.OffRegionTid, OffRegionCur: t.OffRegionCur,
+		OffRecSeq: t.OffRecSeq, RecordSize: t.RecordSize, TLSGOffset: t.TLSGOffset,
+	}
+	if t.Lineage {
+		v.Flags |= targetLineage
+	}
+	if t.TLSG {
+		v.Flags |= targetTLSG
+	}
+	if tgid <= 0 || tgid > 1<<22 {
+		return fmt.Errorf("ebpf collector: process id %d", tgid)
+	}
+	if err := c.coll.Maps["targets"].Put(uint32(tgid), v); err != nil {
+		if errors.Is(err, unix.E2BIG) {
+			return fmt.Errorf("ebpf collector: already %d targets", MaxTargets)
+		}
+		return fmt.Errorf("ebpf collector: adding target %d: %w", tgid, err)
+	}
+	return nil
+}
+
+// RemoveTarget stops sampling the process tgid. A process that is not a
+// target is not an error: it may have been removed already.
+func (c *Collector) RemoveTarget(tgid int) error {
+	err := c.coll.Maps["targets"].Delete(uint32(tgid))
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("ebpf collector: removing target %d: %w", tgid, err)
+	}
+	return nil
+}
+
 // Read returns the next event, waiting at most until deadline; it returns
 // an error wrapping os.ErrDeadlineExceeded when none came. The event is
 // valid until the next call.
@@ -212,9 +274,15 @@ func (c *Collector) Read(deadline time.Time) (*Event, error) {
 
 // Lost returns how many samples the program dropped because the ring
 // buffer was full.
-func (c *Collector) Lost() uint64 {
+func (c *Collector) Lost() uint64 { return c.counter("lost") }
+
+// LostProcs returns how many exec and exit events the tracepoints dropped
+// because the ring buffer was full.
+func (c *Collector) LostProcs() uint64 { return c.counter("lost_proc") }
+
+func (c *Collector) counter(name string) uint64 {
 	var n uint64
-	if v := c.coll.Variables["lost"]; v != nil {
+	if v := c.coll.Variables[name]; v != nil {
 		v.Get(&n)
 	}
 	return n
@@ -235,6 +303,10 @@ func (c *Collector) RunTime() (runs uint64, total time.Duration) {
 
 // Close detaches and releases everything Open created.
 func (c *Collector) Close() error {
+	for _, l := range c.links {
+		l.Close()
+	}
+	c.links = nil
 	for _, fd := range c.perf {
 		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
 		unix.Close(fd)

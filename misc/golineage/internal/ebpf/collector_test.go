@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -16,17 +17,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestCollectorSelf samples this test process: every event is of one of
-// its threads, with a frame-pointer stack that starts at the sampled PC,
-// and Close leaves no perf event or BPF object open. A kernel that refuses
-// fails the test under CI=true (the CI machine runs as root on a kernel
-// with BTF) and skips it elsewhere.
-func TestCollectorSelf(t *testing.T) {
-	c, err := Open(Config{TGID: os.Getpid(), Hz: 999})
+// openTest opens a collector. A kernel that refuses fails the test under
+// CI=true (the CI machine runs as root on a kernel with BTF) and skips it
+// elsewhere.
+func openTest(t *testing.T, cfg Config) *Collector {
+	t.Helper()
+	c, err := Open(cfg)
 	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
 		t.Skipf("skipping: %v", err)
 	}
 	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// checkClosed fails if this process holds a perf event or a BPF object
+// (a program, map or link).
+func checkClosed(t *testing.T) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if strings.Contains(l, "perf_event") || strings.Contains(l, "bpf") {
+			t.Errorf("fd %s -> %s left open after Close", e.Name(), l)
+		}
+	}
+}
+
+// TestCollectorSelf samples this test process: every event is of one of
+// its threads, with a frame-pointer stack that starts at the sampled PC,
+// and Close leaves no perf event or BPF object open.
+func TestCollectorSelf(t *testing.T) {
+	c := openTest(t, Config{Hz: 999})
+	if err := c.AddTarget(os.Getpid(), Target{}); err != nil {
 		t.Fatal(err)
 	}
 	var stop atomic.Bool
@@ -47,6 +74,9 @@ func TestCollectorSelf(t *testing.T) {
 	c.Close()
 	withStack := 0
 	for _, e := range got {
+		if e.TGID != uint32(os.Getpid()) {
+			t.Errorf("event of process %d, want %d", e.TGID, os.Getpid())
+		}
 		if _, err := os.Stat(filepath.Join("/proc/self/task", strconv.Itoa(int(e.TID)))); err != nil {
 			t.Errorf("event of thread %d, not one of this process's", e.TID)
 		}
@@ -63,16 +93,7 @@ func TestCollectorSelf(t *testing.T) {
 	if withStack == 0 {
 		t.Errorf("no event has a stack: %+v", got[0])
 	}
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if strings.Contains(l, "perf_event") || strings.Contains(l, "bpf") {
-			t.Errorf("fd %s -> %s left open after Close", e.Name(), l)
-		}
-	}
+	checkClosed(t)
 }
 
 // TestCollectorRecordAtPageEnd: a lineage record that ends in a page the
@@ -115,15 +136,12 @@ func TestCollectorRecordAtPageEnd(t *testing.T) {
 	}()
 	th := <-ready
 	defer stop.Store(true)
-	c, err := Open(Config{TGID: os.Getpid(), Hz: 999, Lineage: true, TLSG: true, TLSGOffset: int64(base + slot - th[0]),
-		OffRegionSeq: 0, OffRegionTid: 8, OffRegionCur: 16, OffRecSeq: 0, RecordSize: recordSize})
-	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
+	c := openTest(t, Config{Hz: 999})
+	defer c.Close()
+	if err := c.AddTarget(os.Getpid(), Target{Lineage: true, TLSG: true, TLSGOffset: int64(base + slot - th[0]),
+		OffRegionSeq: 0, OffRegionTid: 8, OffRegionCur: 16, OffRecSeq: 0, RecordSize: recordSize}); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		e, err := c.Read(deadline)
 		if err != nil {
@@ -140,4 +158,106 @@ func TestCollectorRecordAtPageEnd(t *testing.T) {
 		}
 		return
 	}
+}
+
+// TestCollectorTargets samples two processes with one collector: this one
+// and a spinning child, each event naming its process, and none of a
+// process after RemoveTarget returned.
+func TestCollectorTargets(t *testing.T) {
+	c := openTest(t, Config{Hz: 999})
+	defer c.Close()
+	child := exec.Command("sh", "-c", "while :; do :; done")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	defer child.Process.Kill()
+	var stop atomic.Bool
+	defer stop.Store(true)
+	go func() {
+		for x := 0; !stop.Load(); x++ {
+		}
+	}()
+	self, other := uint32(os.Getpid()), uint32(child.Process.Pid)
+	for _, pid := range []uint32{self, other} {
+		if err := c.AddTarget(int(pid), Target{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[uint32]int{}
+	for deadline := time.Now().Add(20 * time.Second); seen[self] < 5 || seen[other] < 5; {
+		e, err := c.Read(deadline)
+		if err != nil {
+			t.Fatalf("events by process %v: %v", seen, err)
+		}
+		if e.TGID != self && e.TGID != other {
+			t.Fatalf("event of process %d, not a target", e.TGID)
+		}
+		seen[e.TGID]++
+	}
+	if err := c.RemoveTarget(int(other)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveTarget(int(other)); err != nil {
+		t.Errorf("removing a removed target: %v", err)
+	}
+	// Read past what the ring buffer can hold (events the program wrote
+	// before the removal), then sample this process alone for a while.
+	backlog := (1<<21)/eventSize + 1
+	for n, deadline := 0, time.Now().Add(20*time.Second); n < backlog+50; n++ {
+		e, err := c.Read(deadline)
+		if err != nil {
+			t.Fatalf("after %d events: %v", n, err)
+		}
+		if n >= backlog && e.TGID != self {
+			t.Fatalf("event of process %d after it was removed", e.TGID)
+		}
+	}
+	for _, pid := range []int{0, -1, 1 << 30} {
+		if err := c.AddTarget(pid, Target{}); err == nil {
+			t.Errorf("AddTarget(%d) succeeded", pid)
+		}
+	}
+}
+
+// TestCollectorProcs: with Config.Procs, a process that starts is reported
+// as it execs, and its exit once it is a target; the exit of a process
+// that is not one is not reported.
+func TestCollectorProcs(t *testing.T) {
+	c := openTest(t, Config{Hz: 1, Procs: true})
+	run := func(d string) int {
+		cmd := exec.Command("sleep", d)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Wait() })
+		return cmd.Process.Pid
+	}
+	// waitFor reads events until one of process pid with flag, failing on
+	// an exit of a process in not.
+	waitFor := func(pid int, flag uint32, not int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			e, err := c.Read(deadline)
+			if err != nil {
+				t.Fatalf("no event %#x of process %d: %v", flag, pid, err)
+			}
+			if e.Flags&FlagExit != 0 && int(e.TGID) == not {
+				t.Fatalf("exit of process %d, which is not a target", not)
+			}
+			if int(e.TGID) == pid && e.Flags&flag != 0 {
+				return
+			}
+		}
+	}
+	untracked := run("0.1")
+	waitFor(untracked, FlagExec, 0)
+	target := run("0.5")
+	waitFor(target, FlagExec, 0)
+	if err := c.AddTarget(target, Target{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(target, FlagExit, untracked)
+	c.Close()
+	checkClosed(t)
 }

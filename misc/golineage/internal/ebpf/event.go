@@ -16,16 +16,24 @@ const (
 	eventSize = offRecord + 2*maxRecord // the program's buffer is twice the largest record
 )
 
+// The layout of struct proc_event.
+const procEventSize = 16
+
 // Event flags, as the program sets them.
 const (
 	FlagLineage  = 1 << 0 // g, m and the thread's region were found
 	FlagRegionOK = 1 << 1 // the region's seq was stable around its tid and cur
 	FlagRecord   = 1 << 2 // a record was copied under an unchanged seq and cur
+
+	// An event with one of these is not a sample: only TID, TGID and
+	// Flags are set (Config.Procs).
+	FlagExec = 1 << 8 // the process TGID exec'd
+	FlagExit = 1 << 9 // the main thread of the target TGID exited
 )
 
-// Event is one sample the program took.
+// Event is one sample the program took, or a process's exec or exit.
 type Event struct {
-	TID, Flags         uint32
+	TID, TGID, Flags   uint32
 	PC, SP, FP, FSBase uint64             // the thread's user registers
 	Words              [stackWords]uint64 // the words at SP upward (zero if unreadable)
 	RegionTID, Cur     uint64             // the region's tid and the record address copied
@@ -37,10 +45,16 @@ type Event struct {
 
 // Decode parses one ring-buffer record. The slices of the result alias b.
 func Decode(b []byte) (*Event, error) {
+	le := binary.LittleEndian
+	if len(b) >= 8 && le.Uint32(b[4:])&(FlagExec|FlagExit) != 0 {
+		if len(b) < procEventSize {
+			return nil, fmt.Errorf("ebpf process event truncated (%d of %d bytes)", len(b), procEventSize)
+		}
+		return &Event{TID: le.Uint32(b), Flags: le.Uint32(b[4:]), TGID: le.Uint32(b[8:])}, nil
+	}
 	if len(b) < eventSize {
 		return nil, fmt.Errorf("ebpf event truncated (%d of %d bytes)", len(b), eventSize)
 	}
-	le := binary.LittleEndian
 	u64 := func(off int) uint64 { return le.Uint64(b[off:]) }
 	e := &Event{TID: le.Uint32(b[0:]), Flags: le.Uint32(b[4:]),
 		PC: u64(8), SP: u64(16), FP: u64(24), FSBase: u64(32),
@@ -60,6 +74,7 @@ func Decode(b []byte) (*Event, error) {
 			e.Stack[i] = u64(offStack + 8*i)
 		}
 	}
+	e.TGID = le.Uint32(b[148:])
 	rb := le.Uint32(b[144:])
 	if rb > maxRecord {
 		return nil, fmt.Errorf("ebpf event: record of %d bytes", rb)

@@ -18,6 +18,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(ok)
 	f.Add(ok[:eventSize-1])
 	f.Add([]byte{1, 2, 3})
+	f.Add([]byte{1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := Decode(b)
 		if err != nil {
@@ -39,12 +40,13 @@ func TestDecode(t *testing.T) {
 	le.PutUint64(b[136:], 16)
 	le.PutUint64(b[offStack+8:], 0x402000)
 	le.PutUint32(b[144:], 3)
+	le.PutUint32(b[148:], 6)
 	b[offRecord+2] = 5
 	e, err := Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.TID != 7 || e.SP != 0xc000 || e.Words[7] != 99 || len(e.Stack) != 2 || e.Stack[1] != 0x402000 || len(e.Record) != 3 || e.Record[2] != 5 {
+	if e.TID != 7 || e.TGID != 6 || e.SP != 0xc000 || e.Words[7] != 99 || len(e.Stack) != 2 || e.Stack[1] != 0x402000 || len(e.Record) != 3 || e.Record[2] != 5 {
 		t.Errorf("Decode = %+v", e)
 	}
 	errno := int64(-14)
@@ -55,5 +57,16 @@ func TestDecode(t *testing.T) {
 	le.PutUint64(b[136:], 8*maxFrames+8)
 	if _, err := Decode(b); err == nil {
 		t.Error("Decode accepted a stack longer than the event holds")
+	}
+
+	p := make([]byte, procEventSize)
+	le.PutUint32(p[0:], 12)
+	le.PutUint32(p[4:], FlagExit)
+	le.PutUint32(p[8:], 12)
+	if e, err := Decode(p); err != nil || e.TID != 12 || e.TGID != 12 || e.Flags != FlagExit || e.Stack != nil {
+		t.Errorf("Decode of an exit = %+v, %v", e, err)
+	}
+	if _, err := Decode(p[:12]); err == nil {
+		t.Error("Decode accepted a truncated process event")
 	}
 }

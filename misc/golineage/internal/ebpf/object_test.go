@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -74,32 +75,55 @@ func firstLine(s string) string {
 	return strings.TrimSpace(l)
 }
 
-// TestEventLayout checks event.go's offsets against struct event as the
-// compiler laid it out (the object's BTF).
+// TestEventLayout checks event.go's offsets against struct event and
+// struct proc_event as the compiler laid them out (the object's BTF), and
+// struct target against the Go type AddTarget writes.
 func TestEventLayout(t *testing.T) {
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev *btf.Struct
-	if err := spec.Types.TypeByName("event", &ev); err != nil {
+	checkLayout(t, spec, "event", eventSize, map[string]uint32{"tid": 0, "flags": 4, "ip": 8, "sp": 16, "bp": 24, "fsbase": 32, "words": 40,
+		"region_tid": 104, "cur": 112, "seq1": 120, "seq2": 128, "stack_bytes": 136, "record_bytes": 144, "tgid": 148, "stack": offStack, "record": offRecord})
+	checkLayout(t, spec, "proc_event", procEventSize, map[string]uint32{"tid": 0, "flags": 4, "tgid": 8})
+	// AddTarget writes target as the map's value: the same size and
+	// offsets as struct target.
+	var tg *btf.Struct
+	if err := spec.Types.TypeByName("target", &tg); err != nil {
 		t.Fatal(err)
 	}
-	if ev.Size != eventSize {
-		t.Errorf("struct event is %d bytes, event.go says %d", ev.Size, eventSize)
+	gt := reflect.TypeFor[target]()
+	if tg.Size != uint32(gt.Size()) || len(tg.Members) != gt.NumField() {
+		t.Fatalf("struct target: %d bytes, %d members; target: %d bytes, %d fields", tg.Size, len(tg.Members), gt.Size(), gt.NumField())
 	}
-	want := map[string]uint32{"tid": 0, "flags": 4, "ip": 8, "sp": 16, "bp": 24, "fsbase": 32, "words": 40,
-		"region_tid": 104, "cur": 112, "seq1": 120, "seq2": 128, "stack_bytes": 136, "record_bytes": 144, "stack": offStack, "record": offRecord}
-	for _, m := range ev.Members {
+	for i, m := range tg.Members {
+		if f := gt.Field(i); uintptr(m.Offset.Bytes()) != f.Offset {
+			t.Errorf("struct target's %s at %d, target's %s at %d", m.Name, m.Offset.Bytes(), f.Name, f.Offset)
+		}
+	}
+}
+
+// checkLayout checks the size of the struct name and the offsets of the
+// members in want.
+func checkLayout(t *testing.T, spec *ebpf.CollectionSpec, name string, size uint32, want map[string]uint32) {
+	t.Helper()
+	var st *btf.Struct
+	if err := spec.Types.TypeByName(name, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != size {
+		t.Errorf("struct %s is %d bytes, event.go says %d", name, st.Size, size)
+	}
+	for _, m := range st.Members {
 		if off, ok := want[m.Name]; ok {
 			if m.Offset.Bytes() != off {
-				t.Errorf("event.%s at %d, event.go reads it at %d", m.Name, m.Offset.Bytes(), off)
+				t.Errorf("%s.%s at %d, event.go reads it at %d", name, m.Name, m.Offset.Bytes(), off)
 			}
 			delete(want, m.Name)
 		}
 	}
-	for name := range want {
-		t.Errorf("struct event has no member %s", name)
+	for m := range want {
+		t.Errorf("struct %s has no member %s", name, m)
 	}
 }
 
