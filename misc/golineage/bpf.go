@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
-	"fpsafe.dev/misc/internal/fpchain"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/stack"
@@ -248,27 +247,9 @@ type bpfSample struct {
 	lineage []string
 }
 
-// sample repairs the innermost frame: the kernel's walk starts from BP, so a
-// thread stopped in a frameless function or a prologue loses its caller.
+// sample repairs the innermost frame (stack.RepairKernelWalk) and stitches.
 func (s *bpfSample) sample(bin *gobin.Binary, bias uint64, withLineage bool) pprofout.Sample {
-	out := pprofout.Sample{TID: s.tid}
-	pcs := s.ustack
-	if len(pcs) == 0 || pcs[0] != s.regs.PC {
-		// The saved user registers do not match the kernel's walk (another
-		// kernel stack size?): keep the kernel's stack unrepaired.
-		out.PCs = pcs
-		s.stitch(&out, withLineage)
-		return out
-	}
-	// Run the ptrace unwinder's innermost-frame logic over a memory made of
-	// the copied words, then splice: it yields the caller's return address
-	// when BP does not yet (or no longer) belong to the innermost frame.
-	mem := wordMem{base: s.regs.SP, words: s.words}
-	w := stack.Unwind(mem, bin, bias, target.Regs{PC: s.regs.PC, SP: s.regs.SP, FP: 0})
-	if len(w.PCs) >= 2 && (len(pcs) < 2 || pcs[1] != w.PCs[1]) && !bpInFrame(bin, bias, s.regs) {
-		pcs = append([]uint64{pcs[0], w.PCs[1]}, pcs[1:]...)
-	}
-	out.PCs = pcs
+	out := pprofout.Sample{TID: s.tid, PCs: stack.RepairKernelWalk(bin, bias, s.regs, s.words, s.ustack)}
 	s.stitch(&out, withLineage)
 	return out
 }
@@ -288,39 +269,3 @@ func (s *bpfSample) stitch(out *pprofout.Sample, withLineage bool) {
 }
 
 var lineageDropped int
-
-// bpInFrame reports whether BP already points at the innermost frame's saved
-// BP (then the kernel's walk is complete).
-func bpInFrame(bin *gobin.Binary, bias uint64, r target.Regs) bool {
-	f := bin.FindFunc(r.PC - bias)
-	if f == nil {
-		return true
-	}
-	spd := f.SPDelta(r.PC - bias)
-	if f.SPWrite() && spd > 0 {
-		// Past its prologue a function that writes SP (time.now,
-		// runtime.mcall and systemstack switch to the system stack) may
-		// run on another stack: SP says nothing of its frame, BP does
-		// (its prologue set it before the switch).
-		return true
-	}
-	// spd 0: nothing pushed yet (or a frameless function), BP is the caller's.
-	return spd < 0 || fpchain.InFrameRecord(fpchain.Frame{Arch: bin.Arch, PC: r.PC - bias, HaveRegs: true, SPDelta: spd, SP: r.SP, FP: r.FP})
-}
-
-// wordMem serves reads from the words copied above SP.
-type wordMem struct {
-	base  uint64
-	words []uint64
-}
-
-func (m wordMem) ReadAt(p []byte, addr uint64) error {
-	if addr < m.base || addr+uint64(len(p)) > m.base+8*uint64(len(m.words)) || addr%8 != 0 || len(p) != 8 {
-		return &target.FaultError{Addr: addr, Len: len(p), Err: errors.New("not copied by the bpf program")}
-	}
-	v := m.words[(addr-m.base)/8]
-	for i := range p {
-		p[i] = byte(v >> (8 * i))
-	}
-	return nil
-}

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +22,6 @@ import (
 	"fpsafe.dev/misc/golineage/internal/ebpf"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/lineageabi"
-	"fpsafe.dev/misc/internal/target"
 )
 
 // btfEnv names the kernel BTF the ebpf collector loads against (default
@@ -335,19 +333,15 @@ func (r *ebpfRun) wallTick(ctx context.Context, parked *wallParked, running map[
 // as the bpf collector does, and the lineage stitched. A sample whose
 // lineage copy is not whole keeps its stack and is counted.
 func (r *ebpfRun) eventSample(e *ebpf.Event) pprofout.Sample {
-	bs := bpfSample{tid: int(e.TID), regs: target.Regs{PC: e.PC, SP: e.SP, FP: e.FP, TLS: e.FSBase}, words: e.Words[:], ustack: e.Stack}
-	if len(bs.ustack) == 0 {
-		bs.ustack = []uint64{e.PC}
-	}
-	s := bs.sample(r.t.bin, r.t.bias, false)
+	s := pprofout.Sample{TID: int(e.TID), PCs: e.Walk(r.t.bin, r.t.bias)}
 	if r.view == nil {
 		return s
 	}
-	goid, chain, err := eventLineage(r.view.H, e)
+	goid, chain, err := e.Lineage(r.view.H)
 	switch {
 	case errors.Is(err, lineageabi.ErrTorn):
 		r.torn++
-	case errors.Is(err, errOtherThread):
+	case errors.Is(err, ebpf.ErrOtherThread):
 		r.otherThread++
 	case err != nil:
 		r.malformed++
@@ -357,66 +351,9 @@ func (r *ebpfRun) eventSample(e *ebpf.Event) pprofout.Sample {
 	return s
 }
 
-// errOtherThread is eventLineage's error for a region that names another
-// thread than the sampled one.
-var errOtherThread = errors.New("the region belongs to another thread")
-
-// eventLineage checks and decodes the lineage record an event copied: the
-// region's tid must be the sampled thread's (the region rule), and the
-// record's seq even and the same before the copy, in it and after it.
-func eventLineage(h *lineageabi.Header, e *ebpf.Event) (goid uint64, chain []lineageabi.Step, err error) {
-	if e.Flags&ebpf.FlagLineage == 0 || e.Cur == 0 {
-		return 0, nil, nil // no goroutine on this thread (or not a Go thread)
-	}
-	if e.Flags&ebpf.FlagRegionOK == 0 || e.Flags&ebpf.FlagRecord == 0 || e.Seq1 != e.Seq2 || e.Seq1&1 != 0 {
-		return 0, nil, lineageabi.ErrTorn
-	}
-	if e.RegionTID != uint64(e.TID) {
-		return 0, nil, fmt.Errorf("sample of thread %d: %w (%d)", e.TID, errOtherThread, e.RegionTID)
-	}
-	// The program copies up to a page boundary, then the rest; bytes it
-	// could not read are in a page the process never touched, zero, unless
-	// the record says it uses them.
-	b := e.Record
-	if len(b) < int(h.RecordSize) {
-		b = append(slices.Clone(b), make([]byte, int(h.RecordSize)-len(b))...)
-	}
-	rec, err := lineageabi.ParseRecord(h, b)
-	if err != nil {
-		return 0, nil, err
-	}
-	if n := recordExtent(h, rec); n > len(e.Record) {
-		return 0, nil, fmt.Errorf("lineage record: %d of its %d bytes in use were read", len(e.Record), n)
-	}
-	if rec.Seq != e.Seq1 {
-		return 0, nil, lineageabi.ErrTorn
-	}
-	return rec.Goid, lineageabi.Chain(rec), nil
-}
-
 func earliest(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a
 	}
 	return b
-}
-
-// recordExtent is how many leading bytes of rec hold fields it uses: the
-// fixed fields, its nanc ancestors and its nstk stack entries.
-func recordExtent(h *lineageabi.Header, rec *lineageabi.Record) int {
-	n := uint64(0)
-	for _, off := range []uint32{h.OffRecSeq, h.OffRecG, h.OffRecGoid, h.OffRecParentGoid} {
-		n = max(n, uint64(off)+8)
-	}
-	for _, off := range []uint32{h.OffRecNanc, h.OffRecNstk, h.OffRecFlags} {
-		n = max(n, uint64(off)+2)
-	}
-	n = max(n, uint64(h.OffRecDepth)+4, uint64(h.OffRecSite)+uint64(h.AncSize))
-	if rec.Nanc > 0 {
-		n = max(n, uint64(h.OffRecAnc)+uint64(rec.Nanc)*uint64(h.AncSize))
-	}
-	if rec.Nstk > 0 {
-		n = max(n, uint64(h.OffRecStack)+8*uint64(rec.Nstk))
-	}
-	return int(n)
 }

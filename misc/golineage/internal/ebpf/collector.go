@@ -79,8 +79,8 @@ type Target struct {
 	OffRecSeq, RecordSize                    uint32
 }
 
-// target is struct target of lineage.bpf.c.
-type target struct {
+// targetValue is struct target of lineage.bpf.c: a value of the targets map.
+type targetValue struct {
 	Flags                                    uint32
 	OffGM, OffMRegion                        uint32
 	OffRegionSeq, OffRegionTid, OffRegionCur uint32
@@ -228,7 +228,7 @@ func Open(cfg Config) (_ *Collector, err error) {
 // it knows of it. Samples of a process that was a target, taken before
 // RemoveTarget, may still be read after it.
 func (c *Collector) AddTarget(tgid int, t Target) error {
-	v := target{
+	v := targetValue{
 		OffGM: t.OffGM, OffMRegion: t.OffMRegion,
 		OffRegionSeq: t.OffRegionSeq, OffRegionTid: t.OffRegionTid, OffRegionCur: t.OffRegionCur,
 		OffRecSeq: t.OffRecSeq, RecordSize: t.RecordSize, TLSGOffset: t.TLSGOffset,

@@ -86,19 +86,19 @@ func TestEventLayout(t *testing.T) {
 	checkLayout(t, spec, "event", eventSize, map[string]uint32{"tid": 0, "flags": 4, "ip": 8, "sp": 16, "bp": 24, "fsbase": 32, "words": 40,
 		"region_tid": 104, "cur": 112, "seq1": 120, "seq2": 128, "stack_bytes": 136, "record_bytes": 144, "tgid": 148, "stack": offStack, "record": offRecord})
 	checkLayout(t, spec, "proc_event", procEventSize, map[string]uint32{"tid": 0, "flags": 4, "tgid": 8})
-	// AddTarget writes target as the map's value: the same size and
+	// AddTarget writes targetValue as the map's value: the same size and
 	// offsets as struct target.
 	var tg *btf.Struct
 	if err := spec.Types.TypeByName("target", &tg); err != nil {
 		t.Fatal(err)
 	}
-	gt := reflect.TypeFor[target]()
+	gt := reflect.TypeFor[targetValue]()
 	if tg.Size != uint32(gt.Size()) || len(tg.Members) != gt.NumField() {
-		t.Fatalf("struct target: %d bytes, %d members; target: %d bytes, %d fields", tg.Size, len(tg.Members), gt.Size(), gt.NumField())
+		t.Fatalf("struct target: %d bytes, %d members; targetValue: %d bytes, %d fields", tg.Size, len(tg.Members), gt.Size(), gt.NumField())
 	}
 	for i, m := range tg.Members {
 		if f := gt.Field(i); uintptr(m.Offset.Bytes()) != f.Offset {
-			t.Errorf("struct target's %s at %d, target's %s at %d", m.Name, m.Offset.Bytes(), f.Name, f.Offset)
+			t.Errorf("struct target's %s at %d, targetValue.%s at %d", m.Name, m.Offset.Bytes(), f.Name, f.Offset)
 		}
 	}
 }
