@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"fpsafe.dev/misc/golineage/internal/agent"
 	"fpsafe.dev/misc/golineage/internal/ebpf"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/lineageabi"
@@ -126,7 +127,7 @@ func openEBPF(t *profTarget, pf profileFlags) (*ebpfRun, error) {
 			return nil, err
 		}
 		r.view, r.note = v, v.Note
-		tc = ebpfTarget(abi.Static, v.H)
+		tc = agent.Target(abi.Static, v.H)
 	}
 	c, err := ebpf.Open(cfg)
 	if err != nil {
@@ -138,19 +139,6 @@ func openEBPF(t *profTarget, pf profileFlags) (*ebpfRun, error) {
 	}
 	r.c = c
 	return r, nil
-}
-
-// ebpfTarget is what the BPF program needs of a process: the offsets of
-// its executable's header h and the run-time fields of rt, the header as
-// the process's memory holds it.
-func ebpfTarget(h, rt *lineageabi.Header) ebpf.Target {
-	return ebpf.Target{
-		Lineage: rt.Flags&lineageabi.FlagRecords != 0,
-		TLSG:    rt.Flags&lineageabi.FlagTLSG != 0, TLSGOffset: rt.TLSGOffset,
-		OffGM: h.OffGM, OffMRegion: h.OffMRegion,
-		OffRegionSeq: h.OffRegionSeq, OffRegionTid: h.OffRegionTid, OffRegionCur: h.OffRegionCur,
-		OffRecSeq: h.OffRecSeq, RecordSize: rt.RecordSize,
-	}
 }
 
 func (r *ebpfRun) close() { r.c.Close() }

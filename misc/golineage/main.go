@@ -15,6 +15,7 @@
 //	golineage profile [-consistent] [-native] [-running] [-stats] [-wall]
 //		[-collector ebpf|ptrace|bpf] [-duration D]
 //		[-format pprof|folded|svg] [-hz N] [-o FILE] PID
+//	golineage agent [-upstream] [-duration D] [-hz N] [-interval D] [-o DIR]
 //	golineage symbolize [-bias N] EXE
 //	golineage unwind [-bias N] EXE
 //	golineage help [COMMAND]
@@ -92,6 +93,7 @@ func init() {
 		{"tree", "PID | --core CORE EXE", "every goroutine under its creator", treeFlags},
 		{"waits", "PID | --core CORE EXE", "goroutines grouped by the object they wait on", waitsFlags},
 		{"profile", "PID", "sample stacks with lineage into a profile", profileFlagSet},
+		{"agent", "", "profile every process built with the lineage ABI, continuously (a node agent)", agentFlagSet},
 		{"symbolize", "EXE", `resolve "PC [pc|ret|created|start]" lines from stdin (for the gdb extension)`, symbolizeFlags},
 		{"unwind", "EXE", "walk one thread's stack, memory served over stdin/stdout (for the gdb extension)", unwindFlags},
 		{"help", "[COMMAND]", "print this text, or a command's flags", helpFlags},
@@ -102,7 +104,8 @@ const exitStatus = `Exit status: 0 success; 1 failure (including a damaged core,
 what it still holds is printed and one line counting what was skipped);
 2 bad usage; 130 interrupted (SIGINT, SIGTERM or SIGHUP: every thread is
 detached at once, the target runs again, ps, tree, waits and stacks print
-nothing, and a profile writes what was sampled); 141 standard output closed early (a broken pipe, as in
+nothing, and a profile writes what was sampled; the agent writes its
+last profiles and exits 0); 141 standard output closed early (a broken pipe, as in
 "golineage ps PID | head": the output stops quietly).
 `
 
@@ -217,7 +220,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		ue.cmd = c.name // e.g. parsePID's: the usage to see is c's
 		err = ue
 	}
-	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) && !daemonCommands[c.name] {
 		return errInterrupted
 	}
 	if out != nil && out.Len() > 0 {
@@ -229,6 +232,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	return err
 }
+
+// daemonCommands are the commands that run until a signal stops them: for
+// them SIGINT and SIGTERM are the normal end (exit status 0, once they
+// wrote what they hold).
+var daemonCommands = map[string]bool{"agent": true}
 
 // readCommands are the commands whose output is one read of a target,
 // written once the read is over (runContext).
@@ -296,7 +304,9 @@ func synopsis(c *command) string {
 	sort.Strings(bools)
 	sort.Strings(others)
 	words := append(append([]string{"golineage", c.name}, bools...), others...)
-	words = append(words, c.args) // one piece: "PID | --core CORE EXE"
+	if c.args != "" {
+		words = append(words, c.args) // one piece: "PID | --core CORE EXE"
+	}
 	var b strings.Builder
 	col := 0
 	for i, w := range words {

@@ -222,7 +222,7 @@ func ParseHeader(b []byte) (*Header, error) {
 // checkDynamic validates the run-time fields (after Load).
 func (h *Header) checkDynamic() error {
 	if h.Flags&FlagReady == 0 {
-		return errors.New("lineage header not initialized yet (the runtime has not finished starting)")
+		return ErrNotReady
 	}
 	if h.MaxDepth > 1024 || h.MaxStack > 1024 || h.RecordSize == 0 || h.RecordSize > maxRecBytes {
 		return fmt.Errorf("lineage header: implausible sizes (max_depth %d, max_stack %d, record_size %d)", h.MaxDepth, h.MaxStack, h.RecordSize)
@@ -341,23 +341,44 @@ type View struct {
 	ReadLabels bool
 }
 
-// Load reads the header and the region registry from the target's memory.
-func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
+// ErrNotReady is the error of reading the header of a process whose
+// runtime has not initialized it yet: one that has just started.
+var ErrNotReady = errors.New("lineage header not initialized yet (the runtime has not finished starting)")
+
+// LoadHeader reads the header from the target's memory and checks its
+// run-time fields. A process that has not initialized it yet gives an error
+// wrapping ErrNotReady.
+func (a *ABI) LoadHeader(mem Mem, bias uint64) (*Header, error) {
+	h, _, err := a.loadHeader(mem, bias)
+	return h, err
+}
+
+func (a *ABI) loadHeader(mem Mem, bias uint64) (*Header, []byte, error) {
 	addr := a.Addr + bias
 	buf := make([]byte, HeaderSize)
 	if err := mem.ReadAt(buf, addr); err != nil {
-		return nil, fmt.Errorf("reading the lineage header at %#x: %w", addr, err)
+		return nil, nil, fmt.Errorf("reading the lineage header at %#x: %w", addr, err)
 	}
 	h, err := ParseHeader(buf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h.Flags&FlagReady != 0 && h.Self != addr {
-		return nil, fmt.Errorf("lineage header at %#x says it is at %#x (wrong load bias or a foreign core?)", addr, h.Self)
+		return nil, nil, fmt.Errorf("lineage header at %#x says it is at %#x (wrong load bias or a foreign core?)", addr, h.Self)
 	}
 	if err := h.checkDynamic(); err != nil {
+		return nil, nil, err
+	}
+	return h, buf, nil
+}
+
+// Load reads the header and the region registry from the target's memory.
+func (a *ABI) Load(mem Mem, bias uint64) (*View, error) {
+	h, buf, err := a.loadHeader(mem, bias)
+	if err != nil {
 		return nil, err
 	}
+	addr := a.Addr + bias
 	v := &View{H: h, Addr: addr, mem: mem, regions: map[uint64]uint64{}, reasons: &reasonCache{}}
 	if v.Reg, err = parseRegistry(h, buf); err != nil {
 		return nil, err

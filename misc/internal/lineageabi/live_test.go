@@ -2,6 +2,7 @@ package lineageabi
 
 import (
 	"encoding/binary"
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -416,5 +417,29 @@ func TestCacheChanges(t *testing.T) {
 	gs, res, _, err := c.Read(v, visit)
 	if err != nil || len(gs) != 1 || gs[0].Goid != 6 || !slices.Equal(res, []int{603}) {
 		t.Errorf("Read after Changes: %v, %d goroutines, results %v; want goroutine 6, [603]", err, len(gs), res)
+	}
+}
+
+// TestLoadHeader: the header of a process whose runtime has not
+// initialized it is ErrNotReady; once ready, LoadHeader returns what Load
+// reads, without the registry.
+func TestLoadHeader(t *testing.T) {
+	base, img := registryImage()
+	h, err := ParseHeader(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &ABI{Addr: base, Static: h}
+	got, err := a.LoadHeader(memMap{base: img}, 0)
+	if err != nil || got.RecordSize != h.RecordSize || got.Flags != h.Flags {
+		t.Fatalf("LoadHeader = %+v, %v", got, err)
+	}
+	starting := slices.Clone(img)
+	binary.LittleEndian.PutUint32(starting[OffFlags:], 0)
+	if _, err := a.LoadHeader(memMap{base: starting}, 0); !errors.Is(err, ErrNotReady) {
+		t.Errorf("LoadHeader of a header not ready: %v, want ErrNotReady", err)
+	}
+	if _, err := a.Load(memMap{base: starting}, 0); !errors.Is(err, ErrNotReady) {
+		t.Errorf("Load of a header not ready: %v, want ErrNotReady", err)
 	}
 }

@@ -282,6 +282,9 @@ func (c *Collector) LostProcs() uint64 { return c.counter("lost_proc") }
 
 func (c *Collector) counter(name string) uint64 {
 	var n uint64
+	if c.coll == nil {
+		return 0 // closed
+	}
 	if v := c.coll.Variables[name]; v != nil {
 		v.Get(&n)
 	}

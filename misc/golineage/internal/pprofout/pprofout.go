@@ -298,7 +298,7 @@ func (b *Builder) mainMapping() *profile.Mapping {
 				Limit:           pr.Vaddr + pr.Memsz + b.bias,
 				Offset:          pr.Off,
 				File:            b.bin.Path,
-				BuildID:         buildID(b.bin.ELF),
+				BuildID:         BuildID(b.bin.ELF),
 				HasFunctions:    true,
 				HasFilenames:    true,
 				HasLineNumbers:  true,
@@ -309,9 +309,9 @@ func (b *Builder) mainMapping() *profile.Mapping {
 	return nil
 }
 
-// buildID is f's GNU build ID in hex, else its Go build ID, else "" (a
+// BuildID is f's GNU build ID in hex, else its Go build ID, else "" (a
 // binary whose section headers were removed).
-func buildID(f *elf.File) string {
+func BuildID(f *elf.File) string {
 	for _, name := range []string{".note.gnu.build-id", ".note.go.buildid"} {
 		s := f.Section(name)
 		if s == nil {

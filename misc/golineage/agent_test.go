@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fpsafe.dev/misc/golineage/internal/agent"
+)
+
+// syncBuffer is a bytes.Buffer written by one goroutine and read by
+// another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// memSink keeps every profile exported, and when each process's first one
+// came.
+type memSink struct {
+	mu    sync.Mutex
+	ps    []agent.Profile
+	first map[int]time.Time
+}
+
+func (m *memSink) Export(ps []agent.Profile) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.first == nil {
+		m.first = map[int]time.Time{}
+	}
+	for _, p := range ps {
+		if _, ok := m.first[p.Process.PID]; !ok {
+			m.first[p.Process.PID] = time.Now()
+		}
+	}
+	m.ps = append(m.ps, ps...)
+}
+
+// of returns the profiles of process pid.
+func (m *memSink) of(pid int) []agent.Profile {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []agent.Profile
+	for _, p := range m.ps {
+		if p.Process.PID == pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestAgent runs the node agent over fork-built programs, one started
+// before it and one after, a Go program without the lineage ABI and a
+// process of another program. The fork-built ones get profiles, named by
+// their service, whose leaf samples continue through their creators' go
+// statements to main; the program started later is picked up, and its
+// exit ends its profiles with a final one; the others get none and are
+// counted; nothing stays attached.
+func TestAgent(t *testing.T) {
+	requireEBPF(t)
+	treeExe := fixture(t, "tree")
+	requireABI(t, treeExe)
+	tree := start(t, treeExe, "OTEL_SERVICE_NAME=tree-service")
+	nodes, leaves := parseTree(t, tree.report)
+	noABI := start(t, withoutABI(t, fixture(t, "blocked")))
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+
+	sink := &memSink{}
+	var log syncBuffer
+	a, err := agent.New(agent.Config{Hz: 199, Interval: time.Second, Log: &log}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	time.Sleep(1500 * time.Millisecond)
+	late := start(t, fixture(t, "busy"))
+	lateStart := time.Now()
+	for len(sink.of(late.pid())) == 0 {
+		if time.Since(lateStart) > 5*time.Second {
+			t.Fatalf("no profile of process %d started after the agent within 5s; log:\n%s", late.pid(), log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	late.cmd.Process.Kill()
+	late.cmd.Wait()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		ps := sink.of(late.pid())
+		if ps[len(ps)-1].Final {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no final profile of process %d after it exited; log:\n%s", late.pid(), log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	done <- nil
+	checkDetached(t)
+	tree.checkRunning(t)
+
+	st := a.Stats()
+	if st.Upstream == 0 || st.NotGo == 0 || st.Targets != 0 {
+		t.Errorf("stats %+v: want upstream and other processes counted, no target left", st)
+	}
+	for name, pid := range map[string]int{"without the ABI": noABI.pid(), "not Go": other.Process.Pid} {
+		if ps := sink.of(pid); len(ps) > 0 {
+			t.Errorf("process %s (%d) has %d profiles", name, pid, len(ps))
+		}
+	}
+
+	ps := sink.of(tree.pid())
+	if len(ps) < 2 || !ps[len(ps)-1].Final {
+		t.Fatalf("%d profiles of the tree program; want one an interval and a final one; log:\n%s", len(ps), log.String())
+	}
+	info := ps[0].Process
+	if info.ServiceName != "tree-service" || info.ExePath != treeExe || info.ExeName != filepath.Base(treeExe) ||
+		!info.Lineage || !strings.HasPrefix(info.GoVersion, "go1.") || info.BuildID == "" {
+		t.Errorf("process %+v", info)
+	}
+	// The interval with the most samples, checked as golineage profile's.
+	best := ps[0]
+	for _, p := range ps {
+		if len(p.Profile.Sample) > len(best.Profile.Sample) {
+			best = p
+		}
+	}
+	path := filepath.Join(t.TempDir(), "tree.pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := best.Profile.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	checkProfileLineage(t, path, nodes, leaves)
+	if got := best.Profile.SampleType[1].Type; got != "cpu" {
+		t.Errorf("sample type %q, want cpu", got)
+	}
+
+	lps := sink.of(late.pid())
+	if lps[0].Process.ServiceName != "busy-0" {
+		t.Errorf("service of the late program %q, want its executable's name busy-0", lps[0].Process.ServiceName)
+	}
+	if lat := sink.first[late.pid()].Sub(lateStart); lat > 2*time.Second+time.Second {
+		t.Errorf("first profile of the late program %v after it started; want within the 2s pickup and one interval", lat)
+	}
+	if !strings.Contains(log.String(), fmt.Sprintf("process %d (busy-0) exited", late.pid())) {
+		t.Errorf("log does not say the late program exited:\n%s", log.String())
+	}
+}
+
+// TestAgentDir runs golineage agent -o DIR for a few intervals: each
+// fork-built process gets pprof files named by service and PID, and bad
+// flags get usage errors.
+func TestAgentDir(t *testing.T) {
+	requireEBPF(t)
+	exe := fixture(t, "busy")
+	requireABI(t, exe)
+	p := start(t, exe, "OTEL_SERVICE_NAME=svc/with slash")
+	dir := t.TempDir()
+	_, stderr, code := tool(t, "agent", "-o", dir, "-interval", "500ms", "-duration", "1800ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	checkDetached(t)
+	matches, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("svc_with slash.%d.*.pb.gz", p.pid())))
+	if len(matches) < 2 {
+		ents, _ := os.ReadDir(dir)
+		t.Fatalf("%d profiles of process %d (want one an interval); dir holds %v; stderr:\n%s", len(matches), p.pid(), ents, stderr)
+	}
+	for _, m := range matches {
+		if prof := readProfile(t, m); len(prof.Sample) == 0 {
+			t.Errorf("%s has no samples", m)
+		}
+	}
+	if leftover, _ := filepath.Glob(filepath.Join(dir, ".*")); len(leftover) > 0 {
+		t.Errorf("temporary files left: %v", leftover)
+	}
+	for _, args := range [][]string{
+		{"agent"},
+		{"agent", "-o", dir, "-hz", "0"},
+		{"agent", "-o", dir, "-interval", "1ms"},
+		{"agent", "-o", dir, "123"},
+	} {
+		if _, stderr, code := tool(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (usage); stderr %q", args, code, stderr)
+		}
+	}
+	if _, stderr, code := tool(t, "agent", "-o", filepath.Join(dir, "missing")); code != 1 || !strings.Contains(stderr, "cannot write profiles") {
+		t.Errorf("-o of a missing directory: exit %d, stderr %q", code, stderr)
+	}
+}

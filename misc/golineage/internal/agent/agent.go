@@ -1,0 +1,532 @@
+// Package agent is golineage's node agent: it profiles every process of
+// the machine that runs a Go program built with the lineage ABI,
+// continuously, and hands each process's profile of each interval to a
+// sink (pprof files, OTLP).
+//
+// One BPF program and one cpu-clock perf event per CPU serve every target
+// (ebpf.Collector with a map of targets): the agent never stops a process
+// and never attaches to one. It learns of processes from the kernel, not
+// by polling /proc: a scan at start, then the exec and exit tracepoints.
+// An exec'd process's runtime has not published its lineage header yet, so
+// a new Go program waits in a pending list, tried again every pendingRetry
+// until its header is ready (or pendingGiveUp passes). Processes in other
+// PID and mount namespaces are found the same way: the kernel names them by
+// their PID in the initial namespace, and their executables are read
+// through /proc/PID/exe.
+//
+// An executable is opened, and its symbols read, once (exeCache): the
+// processes of one binary share it. Each target's samples go to a
+// pprofout.Builder, which stitches the lineage below each goroutine's root
+// frame as golineage profile does; at each interval the builders become
+// profiles and start again.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"fpsafe.dev/misc/golineage/internal/ebpf"
+	"fpsafe.dev/misc/golineage/internal/pprofout"
+	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/target"
+)
+
+// Config says what the agent samples and how often it reports.
+type Config struct {
+	// Hz is how many on-CPU samples a second each CPU takes (19 if 0): a
+	// prime, so that sampling does not beat with periodic work.
+	Hz int
+	// Interval is how much time each profile covers (10s if 0).
+	Interval time.Duration
+	// Upstream also profiles Go programs built without the lineage ABI
+	// (an upstream toolchain): on-CPU stacks, without lineage. Otherwise
+	// they are skipped and counted.
+	Upstream bool
+	// BTF is the kernel's BTF file ("" for ebpf.DefaultBTF).
+	BTF string
+	// Log receives a line for each process the agent starts or stops
+	// profiling, and its errors; nil discards them.
+	Log io.Writer
+}
+
+// DefaultHz and DefaultInterval are Config's defaults.
+const (
+	DefaultHz       = 19
+	DefaultInterval = 10 * time.Second
+)
+
+// Process describes a profiled process: the resource its profiles come
+// from.
+type Process struct {
+	PID         int    // in the initial PID namespace (the host's /proc)
+	ServiceName string // OTEL_SERVICE_NAME in its environment, else ExeName
+	ExeName     string // the base name of ExePath
+	ExePath     string // its executable, as the process's mount namespace names it
+	GoVersion   string // the toolchain that built it (from its build info)
+	BuildID     string // its executable's GNU build ID, hex ("" if none)
+	ContainerID string // the container it runs in, from its cgroup ("" if none)
+	Lineage     bool   // its executable publishes the lineage ABI
+}
+
+// A Profile is one process's samples of one interval.
+type Profile struct {
+	Process *Process
+	Profile *profile.Profile
+	// Final is set on the last profile of a process: it exited, or the
+	// agent stopped.
+	Final bool
+}
+
+// A Sink receives each interval's profiles. It runs on the agent's
+// sampling loop, so it must not block: an exporter queues (and bounds)
+// what it sends.
+type Sink interface {
+	Export(ps []Profile)
+}
+
+// Stats counts what the agent did since it started.
+type Stats struct {
+	Samples      uint64 // samples read
+	Lost         uint64 // samples the kernel dropped (a full ring buffer)
+	Unattributed uint64 // samples of processes no longer known
+	Profiles     uint64 // profiles handed to the sink
+	Targets      int    // processes profiled now
+	Started      uint64 // processes the agent started profiling
+	Exited       uint64 // targets that exited
+	Upstream     uint64 // Go programs without the lineage ABI, skipped (or profiled with Config.Upstream)
+	NotGo        uint64 // processes of other programs, skipped
+	Failed       uint64 // processes that could not be opened (gone, no permission, bad header)
+	Torn         uint64 // samples left without lineage: a copy torn by a concurrent update
+	Malformed    uint64 // samples left without lineage: a record that did not decode
+}
+
+// Agent is a running node agent.
+type Agent struct {
+	cfg     Config
+	sink    Sink
+	c       *ebpf.Collector
+	exes    *exeCache
+	procs   map[int]*proc
+	pending map[int]time.Time // exec'd Go programs whose header is not ready, and when they were first seen
+	self    int
+	host    string
+	stats   Stats
+	period  time.Duration
+	closed  bool // Run returned: the collector is closed
+}
+
+// proc is one target.
+type proc struct {
+	info *Process
+	exe  *exe
+	bias uint64
+	h    *lineageabi.Header // nil without lineage
+	vdso *target.VDSO
+	b    *pprofout.Builder
+}
+
+const (
+	// poll is how often the loop reads the ring buffer: it sleeps in
+	// between rather than block in epoll (see golineage's ebpfPoll).
+	poll = 50 * time.Millisecond
+	// pendingRetry is how often a starting process's header is tried
+	// again, and pendingGiveUp how long it may take to become ready.
+	pendingRetry  = 100 * time.Millisecond
+	pendingGiveUp = 30 * time.Second
+)
+
+// New loads the BPF program and attaches it; Run samples. An error
+// wrapping ebpf.ErrUnavailable says the kernel or the privileges do not
+// allow it.
+func New(cfg Config, sink Sink) (*Agent, error) {
+	if cfg.Hz == 0 {
+		cfg.Hz = DefaultHz
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Hz < 0 || cfg.Hz > 10000 {
+		return nil, fmt.Errorf("agent: sampling rate %d Hz (want 1 to 10000)", cfg.Hz)
+	}
+	if cfg.Interval < 100*time.Millisecond {
+		return nil, fmt.Errorf("agent: interval %v (want at least 100ms)", cfg.Interval)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	c, err := ebpf.Open(ebpf.Config{Hz: cfg.Hz, BTF: cfg.BTF, Procs: true})
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	return &Agent{cfg: cfg, sink: sink, c: c, exes: newExeCache(cfg.Upstream), procs: map[int]*proc{}, pending: map[int]time.Time{},
+		self: os.Getpid(), host: host, period: time.Second / time.Duration(cfg.Hz)}, nil
+}
+
+// Stats returns the agent's counts. It must be called from the goroutine
+// that runs Run, or after Run returned (Config.Log's lines report them too).
+func (a *Agent) Stats() Stats {
+	st := a.stats
+	st.Targets = len(a.procs)
+	if !a.closed {
+		st.Lost = a.c.Lost()
+	}
+	return st
+}
+
+// Run samples until ctx is done, then hands every target's last profile
+// to the sink and detaches: nothing stays attached once it returns.
+func (a *Agent) Run(ctx context.Context) error {
+	defer func() {
+		a.stats.Lost = a.c.Lost()
+		a.closed = true
+		a.c.Close()
+	}()
+	a.scan()
+	next := time.Now().Add(a.cfg.Interval)
+	retry := time.Now().Add(pendingRetry)
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		if err := a.drain(now); err != nil {
+			a.flush(true)
+			return err
+		}
+		if len(a.pending) > 0 && !now.Before(retry) {
+			a.retryPending(now)
+			retry = now.Add(pendingRetry)
+		}
+		if !now.Before(next) {
+			a.flush(false)
+			next = next.Add(a.cfg.Interval)
+			if next.Before(now) {
+				next = now.Add(a.cfg.Interval)
+			}
+		}
+		if ctx.Err() != nil {
+			a.flush(true)
+			return nil
+		}
+		timer.Reset(poll)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// drain handles the events the program wrote up to now, without waiting.
+func (a *Agent) drain(now time.Time) error {
+	for {
+		e, err := a.c.Read(now)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("agent: reading the ring buffer: %w", err)
+		}
+		switch {
+		case e.Flags&ebpf.FlagExec != 0:
+			a.exec(int(e.TGID))
+		case e.Flags&ebpf.FlagExit != 0:
+			a.exit(int(e.TGID))
+		default:
+			a.sample(e)
+		}
+	}
+}
+
+// sample adds a sample to its process's profile.
+func (a *Agent) sample(e *ebpf.Event) {
+	a.stats.Samples++
+	p := a.procs[int(e.TGID)]
+	if p == nil {
+		a.stats.Unattributed++ // removed while the event was in the ring
+		return
+	}
+	s := pprofout.Sample{TID: int(e.TID), PCs: e.Walk(p.exe.bin, p.bias)}
+	if p.h != nil {
+		goid, chain, err := e.Lineage(p.h)
+		switch {
+		case errors.Is(err, lineageabi.ErrTorn), errors.Is(err, ebpf.ErrOtherThread):
+			a.stats.Torn++
+		case err != nil:
+			a.stats.Malformed++
+		default:
+			s.Goid, s.Lineage = goid, chain
+		}
+	}
+	p.b.Add(s)
+}
+
+// scan considers every process running when the agent starts.
+func (a *Agent) scan() {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		fmt.Fprintf(a.cfg.Log, "golineage agent: listing processes: %v\n", err)
+		return
+	}
+	for _, ent := range ents {
+		if pid, err := strconv.Atoi(ent.Name()); err == nil {
+			a.consider(pid, time.Now())
+		}
+	}
+}
+
+// exec considers a process that exec'd: a target that exec'd another
+// program is a new process as far as its profiles go.
+func (a *Agent) exec(pid int) {
+	if _, ok := a.procs[pid]; ok {
+		a.stop(pid, "exec'd another program")
+	}
+	delete(a.pending, pid)
+	a.consider(pid, time.Now())
+}
+
+// exit stops profiling a target that exited.
+func (a *Agent) exit(pid int) {
+	delete(a.pending, pid)
+	if _, ok := a.procs[pid]; ok {
+		a.stats.Exited++
+		a.stop(pid, "exited")
+	}
+}
+
+// stop hands a target's last profile to the sink and forgets it.
+func (a *Agent) stop(pid int, why string) {
+	p := a.procs[pid]
+	if err := a.c.RemoveTarget(pid); err != nil {
+		fmt.Fprintf(a.cfg.Log, "golineage agent: %v\n", err)
+	}
+	if p.b.Len() > 0 {
+		a.export([]Profile{{Process: p.info, Profile: p.b.Profile(), Final: true}})
+	}
+	delete(a.procs, pid)
+	a.exes.release(p.exe)
+	fmt.Fprintf(a.cfg.Log, "golineage agent: process %d (%s) %s\n", pid, p.info.ServiceName, why)
+}
+
+// retryPending tries again the starting processes whose header was not
+// ready.
+func (a *Agent) retryPending(now time.Time) {
+	for pid, since := range a.pending {
+		delete(a.pending, pid)
+		if now.Sub(since) > pendingGiveUp {
+			a.stats.Failed++
+			fmt.Fprintf(a.cfg.Log, "golineage agent: process %d: its lineage header was not ready after %v; not profiled\n", pid, pendingGiveUp)
+			continue
+		}
+		a.consider(pid, since)
+	}
+}
+
+// consider starts profiling process pid if its executable is a Go program
+// to profile; since is when the agent first saw it.
+func (a *Agent) consider(pid int, since time.Time) {
+	if pid == a.self || a.procs[pid] != nil {
+		return
+	}
+	x, err := a.exes.open(pid)
+	if err != nil {
+		if !isGone(err) && !errors.Is(err, errKernelThread) {
+			a.stats.Failed++
+			fmt.Fprintf(a.cfg.Log, "golineage agent: process %d: %v\n", pid, err)
+		}
+		return
+	}
+	switch x.kind {
+	case notGo:
+		a.stats.NotGo++
+		return
+	case upstream:
+		a.stats.Upstream++
+		if x.refs == 0 {
+			return // not profiled (Config.Upstream)
+		}
+	}
+	if err := a.start(pid, x); err != nil {
+		a.exes.release(x)
+		switch {
+		case errors.Is(err, lineageabi.ErrNotReady):
+			a.pending[pid] = since
+		case isGone(err):
+		default:
+			a.stats.Failed++
+			fmt.Fprintf(a.cfg.Log, "golineage agent: process %d: %v\n", pid, err)
+		}
+	}
+}
+
+// start makes process pid, running executable x, a target.
+func (a *Agent) start(pid int, x *exe) error {
+	auxv, err := target.ReadAuxv(pid)
+	if err != nil {
+		return err
+	}
+	bias, err := target.LoadBias(auxv, x.bin.Entry, x.bin.PIE)
+	if err != nil {
+		return err
+	}
+	mem := target.ProcMem(pid)
+	var tc ebpf.Target
+	var h *lineageabi.Header
+	if x.abi != nil {
+		if h, err = x.abi.LoadHeader(mem, bias); err != nil {
+			return err
+		}
+		tc = Target(x.abi.Static, h)
+	}
+	info := a.describe(pid, x)
+	info.Lineage = x.abi != nil
+	p := &proc{info: info, exe: x, bias: bias, h: h}
+	p.vdso, _ = target.ReadVDSO(pid, mem) // without one, its frames stay unnamed
+	p.b = a.newBuilder(p)
+	if err := a.c.AddTarget(pid, tc); err != nil {
+		return err
+	}
+	a.procs[pid] = p
+	a.stats.Started++
+	fmt.Fprintf(a.cfg.Log, "golineage agent: profiling process %d (%s, %s)\n", pid, info.ServiceName, info.ExePath)
+	return nil
+}
+
+func (a *Agent) newBuilder(p *proc) *pprofout.Builder {
+	b := pprofout.New(p.exe.bin, p.bias, a.period)
+	b.VDSO = p.vdso
+	return b
+}
+
+// Target is what the BPF program needs of a process: the offsets of its
+// executable's header h and the run-time fields of rt, the header as the
+// process's memory holds it.
+func Target(h, rt *lineageabi.Header) ebpf.Target {
+	return ebpf.Target{
+		Lineage: rt.Flags&lineageabi.FlagRecords != 0,
+		TLSG:    rt.Flags&lineageabi.FlagTLSG != 0, TLSGOffset: rt.TLSGOffset,
+		OffGM: h.OffGM, OffMRegion: h.OffMRegion,
+		OffRegionSeq: h.OffRegionSeq, OffRegionTid: h.OffRegionTid, OffRegionCur: h.OffRegionCur,
+		OffRecSeq: h.OffRecSeq, RecordSize: rt.RecordSize,
+	}
+}
+
+// flush hands every target's profile of the interval to the sink and
+// starts the next; final says the agent is stopping.
+func (a *Agent) flush(final bool) {
+	var out []Profile
+	pids := make([]int, 0, len(a.procs))
+	for pid := range a.procs {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		p := a.procs[pid]
+		if p.b.Len() > 0 {
+			out = append(out, Profile{Process: p.info, Profile: p.b.Profile(), Final: final})
+		}
+		p.b = a.newBuilder(p)
+	}
+	if final {
+		for _, pid := range pids {
+			a.c.RemoveTarget(pid)
+			a.exes.release(a.procs[pid].exe)
+			delete(a.procs, pid)
+		}
+	}
+	if len(out) > 0 {
+		a.export(out)
+	}
+	st := a.Stats()
+	fmt.Fprintf(a.cfg.Log, "golineage agent: %d targets, %d samples (%d lost, %d without lineage), %d profiles; skipped %d upstream Go and %d other processes\n",
+		st.Targets, st.Samples, st.Lost, st.Torn+st.Malformed, st.Profiles, st.Upstream, st.NotGo)
+}
+
+func (a *Agent) export(ps []Profile) {
+	a.stats.Profiles += uint64(len(ps))
+	a.sink.Export(ps)
+}
+
+// describe reads what names process pid: its service name, executable and
+// container.
+func (a *Agent) describe(pid int, x *exe) *Process {
+	p := &Process{PID: pid, GoVersion: x.bin.GoVersion, BuildID: x.buildID}
+	p.ExePath, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	p.ExePath = strings.TrimSuffix(p.ExePath, " (deleted)")
+	p.ExeName = filepath.Base(p.ExePath)
+	p.ServiceName = p.ExeName
+	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil {
+		if v := environ(env, "OTEL_SERVICE_NAME"); v != "" {
+			p.ServiceName = v
+		}
+	}
+	if cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil {
+		p.ContainerID = ContainerID(string(cg))
+	}
+	return p
+}
+
+// environ returns the value of name in a NUL-separated environment block.
+func environ(env []byte, name string) string {
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// ContainerID finds a container's ID in the contents of a /proc/PID/cgroup
+// file: the last 64-hex-digit element of a path (docker-ID.scope,
+// cri-containerd-ID.scope, /docker/ID, kubepods/.../ID), or "".
+func ContainerID(cgroup string) string {
+	id := ""
+	for _, line := range strings.Split(cgroup, "\n") {
+		// hierarchy-ID:controllers:path
+		_, path, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		if _, path, ok = strings.Cut(path, ":"); !ok {
+			continue
+		}
+		for _, el := range strings.Split(path, "/") {
+			el = strings.TrimSuffix(el, ".scope")
+			if i := strings.LastIndexAny(el, "-:"); i >= 0 {
+				el = el[i+1:]
+			}
+			if isHex64(el) {
+				id = el
+			}
+		}
+	}
+	return id
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isGone reports whether err says the process is gone (it exited while
+// being read): not worth a line.
+func isGone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
