@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+	"google.golang.org/grpc"
+
 	"fpsafe.dev/misc/golineage/internal/agent"
+	"fpsafe.dev/misc/golineage/internal/otlpout"
 )
 
 // syncBuffer is a bytes.Buffer written by one goroutine and read by
@@ -225,5 +231,111 @@ func TestAgentDir(t *testing.T) {
 	}
 	if _, stderr, code := tool(t, "agent", "-o", filepath.Join(dir, "missing")); code != 1 || !strings.Contains(stderr, "cannot write profiles") {
 		t.Errorf("-o of a missing directory: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// otlpServer records the OTLP profiles it receives over gRPC.
+type otlpServer struct {
+	pprofileotlp.UnimplementedGRPCServer
+	mu  sync.Mutex
+	got []pprofile.Profiles
+}
+
+func (s *otlpServer) Export(ctx context.Context, req pprofileotlp.ExportRequest) (pprofileotlp.ExportResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := pprofile.NewProfiles()
+	req.Profiles().CopyTo(p)
+	s.got = append(s.got, p)
+	return pprofileotlp.NewExportResponse(), nil
+}
+
+// processes reads back every resource received, by process.pid.
+func (s *otlpServer) processes(t *testing.T) map[int64][]otlpout.ReadProcess {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int64][]otlpout.ReadProcess{}
+	for _, pd := range s.got {
+		ps, err := otlpout.Read(pd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			pid, _ := p.Resource["process.pid"].(int64)
+			out[pid] = append(out[pid], p)
+		}
+	}
+	return out
+}
+
+// TestAgentOTLP runs golineage agent -otlp against an OTLP server: the
+// fork-built program's resource carries its service name and the
+// semantic conventions' attributes, and its leaf goroutines' samples
+// continue through every creator's go statement to main ("created by"
+// frames, as in the pprof output), labelled with thread and goroutine.
+func TestAgentOTLP(t *testing.T) {
+	requireEBPF(t)
+	exe := fixture(t, "tree")
+	requireABI(t, exe)
+	p := start(t, exe, "OTEL_SERVICE_NAME=tree-otlp")
+	nodes, leaves := parseTree(t, p.report)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &otlpServer{}
+	g := grpc.NewServer()
+	pprofileotlp.RegisterGRPCServer(g, srv)
+	go g.Serve(l)
+	defer g.Stop()
+	_, stderr, code := tool(t, "agent", "-otlp", l.Addr().String(), "-otlp-insecure", "-hz", "199", "-interval", "500ms", "-duration", "2s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	checkDetached(t)
+	if !strings.Contains(stderr, "dropped 0") {
+		t.Errorf("stderr does not report 0 dropped:\n%s", stderr)
+	}
+	rs := srv.processes(t)[int64(p.pid())]
+	if len(rs) < 2 {
+		t.Fatalf("%d batches hold process %d; want one an interval; stderr:\n%s", len(rs), p.pid(), stderr)
+	}
+	host, _ := os.Hostname()
+	res := rs[0].Resource
+	if res["service.name"] != "tree-otlp" || res["process.executable.path"] != exe || res["process.executable.name"] != filepath.Base(exe) ||
+		res["process.runtime.name"] != "go" || res["host.name"] != host {
+		t.Errorf("resource %v", res)
+	}
+	checked := 0
+	for _, r := range rs {
+		for _, s := range r.Samples {
+			goid, _ := s.Attrs[otlpout.AttrGoroutineID].(int64)
+			if !leaves[fmt.Sprint(goid)] {
+				continue
+			}
+			if _, ok := s.Attrs[otlpout.AttrThreadID].(int64); !ok {
+				t.Errorf("sample of goroutine %d has no thread.id: %v", goid, s.Attrs)
+			}
+			var got, want []string
+			for _, f := range s.Funcs {
+				if strings.HasPrefix(f, "created by ") {
+					got = append(got, f)
+				}
+			}
+			for _, w := range expected(nodes, fmt.Sprint(goid)) {
+				want = append(want, w[:strings.Index(w, " at ")])
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("sample of goroutine %d: lineage frames\n%s\nwant\n%s", goid, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if last := s.Funcs[len(s.Funcs)-1]; last != "created by main.main" {
+				t.Errorf("sample of goroutine %d ends in %s, want main's go statement", goid, last)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Errorf("no sample of a leaf goroutine")
 	}
 }
