@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"go.opentelemetry.io/collector/pdata/pprofile"
-	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
-	"google.golang.org/grpc"
 
 	"fpsafe.dev/misc/golineage/internal/agent"
 	"fpsafe.dev/misc/golineage/internal/otlpout"
@@ -156,7 +151,7 @@ func TestAgent(t *testing.T) {
 	}
 	info := ps[0].Process
 	if info.ServiceName != "tree-service" || info.ExePath != treeExe || info.ExeName != filepath.Base(treeExe) ||
-		!info.Lineage || !strings.HasPrefix(info.GoVersion, "go1.") || info.BuildID == "" {
+		!info.Lineage || !strings.HasPrefix(info.GoVersion, "go1.") || info.GoBuildID == "" {
 		t.Errorf("process %+v", info)
 	}
 	// The interval with the most samples, checked as golineage profile's.
@@ -234,41 +229,6 @@ func TestAgentDir(t *testing.T) {
 	}
 }
 
-// otlpServer records the OTLP profiles it receives over gRPC.
-type otlpServer struct {
-	pprofileotlp.UnimplementedGRPCServer
-	mu  sync.Mutex
-	got []pprofile.Profiles
-}
-
-func (s *otlpServer) Export(ctx context.Context, req pprofileotlp.ExportRequest) (pprofileotlp.ExportResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := pprofile.NewProfiles()
-	req.Profiles().CopyTo(p)
-	s.got = append(s.got, p)
-	return pprofileotlp.NewExportResponse(), nil
-}
-
-// processes reads back every resource received, by process.pid.
-func (s *otlpServer) processes(t *testing.T) map[int64][]otlpout.ReadProcess {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[int64][]otlpout.ReadProcess{}
-	for _, pd := range s.got {
-		ps, err := otlpout.Read(pd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range ps {
-			pid, _ := p.Resource["process.pid"].(int64)
-			out[pid] = append(out[pid], p)
-		}
-	}
-	return out
-}
-
 // TestAgentOTLP runs golineage agent -otlp against an OTLP server: the
 // fork-built program's resource carries its service name and the
 // semantic conventions' attributes, and its leaf goroutines' samples
@@ -280,16 +240,12 @@ func TestAgentOTLP(t *testing.T) {
 	requireABI(t, exe)
 	p := start(t, exe, "OTEL_SERVICE_NAME=tree-otlp")
 	nodes, leaves := parseTree(t, p.report)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	rec, err := otlpout.NewRecorder("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &otlpServer{}
-	g := grpc.NewServer()
-	pprofileotlp.RegisterGRPCServer(g, srv)
-	go g.Serve(l)
-	defer g.Stop()
-	_, stderr, code := tool(t, "agent", "-otlp", l.Addr().String(), "-otlp-insecure", "-hz", "199", "-interval", "500ms", "-duration", "2s")
+	defer rec.Close()
+	_, stderr, code := tool(t, "agent", "-otlp", rec.Addr, "-otlp-insecure", "-hz", "199", "-interval", "500ms", "-duration", "2s")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -297,7 +253,11 @@ func TestAgentOTLP(t *testing.T) {
 	if !strings.Contains(stderr, "dropped 0") {
 		t.Errorf("stderr does not report 0 dropped:\n%s", stderr)
 	}
-	rs := srv.processes(t)[int64(p.pid())]
+	procs, err := rec.Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := procs[int64(p.pid())]
 	if len(rs) < 2 {
 		t.Fatalf("%d batches hold process %d; want one an interval; stderr:\n%s", len(rs), p.pid(), stderr)
 	}

@@ -23,6 +23,7 @@ import (
 	"fpsafe.dev/misc/golineage/internal/ebpf"
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/target"
 )
 
 // btfEnv names the kernel BTF the ebpf collector loads against (default
@@ -85,6 +86,7 @@ func chooseCollector(pf profileFlags, arch string, ebpfUsable func() error) (nam
 // ebpfRun is a loaded and attached ebpf collector.
 type ebpfRun struct {
 	t    *profTarget
+	tids *target.NSTIDs // the threads' ids in the target's PID namespace
 	c    *ebpf.Collector
 	view *lineageabi.View // nil without lineage
 	note string           // why samples have no lineage, if they cannot
@@ -116,7 +118,7 @@ func openEBPF(t *profTarget, pf profileFlags) (*ebpfRun, error) {
 	}
 	cfg := ebpf.Config{Hz: pf.hz, BTF: os.Getenv(btfEnv), Stats: pf.stats}
 	var tc ebpf.Target
-	r := &ebpfRun{t: t}
+	r := &ebpfRun{t: t, tids: target.NewNSTIDs(t.pid)}
 	if abi := t.abi; abi != nil {
 		// The offsets are the executable file's (the ABI puts them there
 		// at link time); only the run-time fields (flags, tls_g_offset,
@@ -325,7 +327,7 @@ func (r *ebpfRun) eventSample(e *ebpf.Event) pprofout.Sample {
 	if r.view == nil {
 		return s
 	}
-	goid, chain, err := e.Lineage(r.view.H)
+	goid, chain, err := e.Lineage(r.view.H, r.tids.Of(int(e.TID)))
 	switch {
 	case errors.Is(err, lineageabi.ErrTorn):
 		r.torn++

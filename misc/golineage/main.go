@@ -15,7 +15,9 @@
 //	golineage profile [-consistent] [-native] [-running] [-stats] [-wall]
 //		[-collector ebpf|ptrace|bpf] [-duration D]
 //		[-format pprof|folded|svg] [-hz N] [-o FILE] PID
-//	golineage agent [-upstream] [-duration D] [-hz N] [-interval D] [-o DIR]
+//	golineage agent [-otlp-insecure] [-upstream] [-duration D] [-hz N]
+//		[-interval D] [-o DIR] [-otlp ENDPOINT] [-otlp-ca FILE]
+//		[-otlp-header KEY=VALUE]
 //	golineage symbolize [-bias N] EXE
 //	golineage unwind [-bias N] EXE
 //	golineage help [COMMAND]

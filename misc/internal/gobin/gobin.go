@@ -32,6 +32,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 )
 
 // Binary is an opened Go executable.
@@ -66,6 +67,7 @@ type Binary struct {
 
 	r      io.ReaderAt
 	closer io.Closer
+	mapped []byte // the whole file, mapped (OpenMapped); nil otherwise
 	size   int64
 	segs   []seg
 	regs   []region // loaded data, read on first use
@@ -93,8 +95,56 @@ func Open(path string) (*Binary, error) {
 	return b, nil
 }
 
+// OpenMapped is Open for the executable of a running process (a
+// /proc/PID/exe path): its pclntab, the largest table, is used in place
+// from a read-only mapping of the file instead of being copied into the
+// heap. The pages it touches are the page cache's, shared with the process
+// and reclaimable, so a reader that keeps many executables open (the node
+// agent) holds little memory of its own for them. The kernel refuses to
+// write a file that a process executes (ETXTBSY), so the mapping cannot be
+// cut short under the reader while the process runs; a reader that keeps
+// the Binary after the process exits runs its reads with
+// runtime/debug.SetPanicOnFault, in case the file is truncated then.
+func OpenMapped(path string) (*Binary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() == 0 || st.Size() != int64(int(st.Size())) {
+		return Open(path)
+	}
+	m, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return Open(path)
+	}
+	b, err := newBinaryMapped(m, path)
+	if err != nil {
+		syscall.Munmap(m)
+		return nil, err
+	}
+	b.closer = unmapper(m)
+	return b, nil
+}
+
+type unmapper []byte
+
+func (m unmapper) Close() error { return syscall.Munmap(m) }
+
+func newBinaryMapped(m []byte, path string) (*Binary, error) {
+	return newBinaryFrom(bytes.NewReader(m), int64(len(m)), path, m)
+}
+
 // newBinary reads the executable from r, which holds size bytes.
 func newBinary(r io.ReaderAt, size int64, path string) (*Binary, error) {
+	return newBinaryFrom(r, size, path, nil)
+}
+
+func newBinaryFrom(r io.ReaderAt, size int64, path string, mapped []byte) (*Binary, error) {
 	var magic [len(elf.ELFMAG)]byte
 	if _, err := r.ReadAt(magic[:], 0); err != nil || string(magic[:]) != elf.ELFMAG {
 		return nil, openError(path, ErrNotELF, "no ELF magic at the start of the file")
@@ -103,7 +153,7 @@ func newBinary(r io.ReaderAt, size int64, path string) (*Binary, error) {
 	if err != nil {
 		return nil, openError(path, ErrBadELF, "%v", err)
 	}
-	b := &Binary{Path: path, ELF: ef, Order: ef.ByteOrder, r: r, size: size, Entry: ef.Entry, PIE: ef.Type == elf.ET_DYN}
+	b := &Binary{Path: path, ELF: ef, Order: ef.ByteOrder, r: r, size: size, Entry: ef.Entry, PIE: ef.Type == elf.ET_DYN, mapped: mapped}
 	switch ef.Machine {
 	case elf.EM_X86_64:
 		b.Arch, b.Quantum = "amd64", 1

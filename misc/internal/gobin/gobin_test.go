@@ -278,3 +278,45 @@ func TestPrintName(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenMapped: a binary opened with its pclntab mapped reads as the
+// one opened by Open, and its pclntab is not in the heap.
+func TestOpenMapped(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	m, err := OpenMapped(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.mapped == nil {
+		t.Fatal("OpenMapped did not map the file")
+	}
+	if len(a.Funcs) != len(m.Funcs) || a.Text != m.Text || a.ModuleData != m.ModuleData {
+		t.Fatalf("mapped: %d funcs, text %#x, moduledata %#x; read: %d, %#x, %#x", len(m.Funcs), m.Text, m.ModuleData, len(a.Funcs), a.Text, a.ModuleData)
+	}
+	for i := 0; i < len(a.Funcs); i += 97 {
+		fa, fm := &a.Funcs[i], &m.Funcs[i]
+		if fa.Name != fm.Name || fa.Entry != fm.Entry {
+			t.Fatalf("func %d: %s at %#x mapped, %s at %#x read", i, fm.Name, fm.Entry, fa.Name, fa.Entry)
+		}
+		if fa.SPDelta(fa.Entry+1) != fm.SPDelta(fm.Entry+1) {
+			t.Fatalf("%s: SP delta differs", fa.Name)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := OpenMapped("/nonexistent"); err == nil {
+		t.Error("OpenMapped of a missing file succeeded")
+	}
+	if _, err := OpenMapped("/dev/null"); err == nil {
+		t.Error("OpenMapped of /dev/null succeeded")
+	}
+}

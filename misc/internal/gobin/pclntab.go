@@ -41,6 +41,9 @@ func (b *Binary) findPclntab() error {
 			// damage, and decompressing it could take any amount of memory.
 			return openError(b.Path, ErrBadELF, "section %s is marked compressed", name)
 		}
+		if b.mapped != nil && s.Offset <= uint64(len(b.mapped)) && s.Size <= uint64(len(b.mapped))-s.Offset {
+			return b.parseHeader(b.mapped[s.Offset:s.Offset+s.Size:s.Offset+s.Size], s.Addr)
+		}
 		d, err := s.Data()
 		if err != nil {
 			return openError(b.Path, ErrBadELF, "reading section %s: %v", name, err)

@@ -28,6 +28,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +76,8 @@ type Process struct {
 	ExeName     string // the base name of ExePath
 	ExePath     string // its executable, as the process's mount namespace names it
 	GoVersion   string // the toolchain that built it (from its build info)
-	BuildID     string // its executable's GNU build ID, hex ("" if none)
+	GNUBuildID  string // its executable's GNU build ID, hex ("" if none)
+	GoBuildID   string // its executable's Go build ID ("" if none)
 	ContainerID string // the container it runs in, from its cgroup ("" if none)
 	Lineage     bool   // its executable publishes the lineage ABI
 }
@@ -132,14 +135,20 @@ type proc struct {
 	exe  *exe
 	bias uint64
 	h    *lineageabi.Header // nil without lineage
+	tids *target.NSTIDs     // the threads' ids in the process's PID namespace
 	vdso *target.VDSO
 	b    *pprofout.Builder
 }
 
 const (
-	// poll is how often the loop reads the ring buffer: it sleeps in
-	// between rather than block in epoll (see golineage's ebpfPoll).
-	poll = 50 * time.Millisecond
+	// The loop reads the ring buffer every poll: it sleeps in between
+	// rather than block in epoll (see golineage's ebpfPoll). poll is a
+	// quarter of the time the ring buffer takes to fill at the sampling
+	// rate of every CPU, between minPoll and maxPoll: each wake-up costs
+	// the agent (and the Go scheduler's monitor, which sleeps longer the
+	// fewer timers there are), so an idle machine's agent wakes 4 times a
+	// second.
+	minPoll, maxPoll = 20 * time.Millisecond, 250 * time.Millisecond
 	// pendingRetry is how often a starting process's header is tried
 	// again, and pendingGiveUp how long it may take to become ready.
 	pendingRetry  = 100 * time.Millisecond
@@ -193,9 +202,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.closed = true
 		a.c.Close()
 	}()
+	// The executables' tables are mapped (gobin.OpenMapped): a file
+	// truncated after its last process exited faults, and guard turns that
+	// into an error about that process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	a.scan()
 	next := time.Now().Add(a.cfg.Interval)
 	retry := time.Now().Add(pendingRetry)
+	poll := pollInterval(a.cfg.Hz, runtime.NumCPU())
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	for {
@@ -227,6 +241,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
+// pollInterval is the loop's period for hz samples a second on each of
+// ncpu CPUs.
+func pollInterval(hz, ncpu int) time.Duration {
+	fill := time.Duration(ebpf.RingEvents) * time.Second / time.Duration(hz*ncpu)
+	return min(max(fill/4, minPoll), maxPoll)
+}
+
 // drain handles the events the program wrote up to now, without waiting.
 func (a *Agent) drain(now time.Time) error {
 	for {
@@ -256,9 +277,13 @@ func (a *Agent) sample(e *ebpf.Event) {
 		a.stats.Unattributed++ // removed while the event was in the ring
 		return
 	}
-	s := pprofout.Sample{TID: int(e.TID), PCs: e.Walk(p.exe.bin, p.bias)}
+	var s pprofout.Sample
+	if err := guard(func() { s = pprofout.Sample{TID: int(e.TID), PCs: e.Walk(p.exe.bin, p.bias)} }); err != nil {
+		a.stats.Malformed++
+		return
+	}
 	if p.h != nil {
-		goid, chain, err := e.Lineage(p.h)
+		goid, chain, err := e.Lineage(p.h, p.tids.Of(int(e.TID)))
 		switch {
 		case errors.Is(err, lineageabi.ErrTorn), errors.Is(err, ebpf.ErrOtherThread):
 			a.stats.Torn++
@@ -310,8 +335,8 @@ func (a *Agent) stop(pid int, why string) {
 	if err := a.c.RemoveTarget(pid); err != nil {
 		fmt.Fprintf(a.cfg.Log, "golineage agent: %v\n", err)
 	}
-	if p.b.Len() > 0 {
-		a.export([]Profile{{Process: p.info, Profile: p.b.Profile(), Final: true}})
+	if prof := a.profile(p); prof != nil {
+		a.export([]Profile{{Process: p.info, Profile: prof, Final: true}})
 	}
 	delete(a.procs, pid)
 	a.exes.release(p.exe)
@@ -390,7 +415,7 @@ func (a *Agent) start(pid int, x *exe) error {
 	}
 	info := a.describe(pid, x)
 	info.Lineage = x.abi != nil
-	p := &proc{info: info, exe: x, bias: bias, h: h}
+	p := &proc{info: info, exe: x, bias: bias, h: h, tids: target.NewNSTIDs(pid)}
 	p.vdso, _ = target.ReadVDSO(pid, mem) // without one, its frames stay unnamed
 	p.b = a.newBuilder(p)
 	if err := a.c.AddTarget(pid, tc); err != nil {
@@ -432,8 +457,8 @@ func (a *Agent) flush(final bool) {
 	sort.Ints(pids)
 	for _, pid := range pids {
 		p := a.procs[pid]
-		if p.b.Len() > 0 {
-			out = append(out, Profile{Process: p.info, Profile: p.b.Profile(), Final: final})
+		if prof := a.profile(p); prof != nil {
+			out = append(out, Profile{Process: p.info, Profile: prof, Final: final})
 		}
 		p.b = a.newBuilder(p)
 	}
@@ -452,6 +477,35 @@ func (a *Agent) flush(final bool) {
 		st.Targets, st.Samples, st.Lost, st.Torn+st.Malformed, st.Profiles, st.Upstream, st.NotGo)
 }
 
+// profile returns the profile of p's samples, nil if it has none.
+func (a *Agent) profile(p *proc) *profile.Profile {
+	if p.b.Len() == 0 {
+		return nil
+	}
+	var prof *profile.Profile
+	if err := guard(func() { prof = p.b.Profile() }); err != nil {
+		fmt.Fprintf(a.cfg.Log, "golineage agent: process %d: %v; its profile is dropped\n", p.info.PID, err)
+		return nil
+	}
+	return prof
+}
+
+// guard runs f, turning a memory fault (with SetPanicOnFault: a mapped
+// executable truncated under the reader) into an error.
+func guard(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("memory fault at %#x reading its executable (truncated?)", e.Addr())
+		}
+	}()
+	f()
+	return nil
+}
+
 func (a *Agent) export(ps []Profile) {
 	a.stats.Profiles += uint64(len(ps))
 	a.sink.Export(ps)
@@ -460,7 +514,7 @@ func (a *Agent) export(ps []Profile) {
 // describe reads what names process pid: its service name, executable and
 // container.
 func (a *Agent) describe(pid int, x *exe) *Process {
-	p := &Process{PID: pid, GoVersion: x.bin.GoVersion, BuildID: x.buildID}
+	p := &Process{PID: pid, GoVersion: x.bin.GoVersion, GNUBuildID: x.gnuBuildID, GoBuildID: x.goBuildID}
 	p.ExePath, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	p.ExePath = strings.TrimSuffix(p.ExePath, " (deleted)")
 	p.ExeName = filepath.Base(p.ExePath)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,8 @@ import (
 type DirSink struct {
 	Dir string
 	Log io.Writer
+
+	zw *gzip.Writer // reused: a compressor is a megabyte of state
 }
 
 // Export writes ps.
@@ -35,7 +38,17 @@ func (d *DirSink) write(p Profile) error {
 	if err != nil {
 		return fmt.Errorf("writing a profile: %w", err)
 	}
-	err = p.Profile.Write(f)
+	// Fastest compression: the files are written every interval, for every
+	// process, and the agent's CPU time is the machine's.
+	if d.zw == nil {
+		d.zw, _ = gzip.NewWriterLevel(f, gzip.BestSpeed)
+	} else {
+		d.zw.Reset(f)
+	}
+	err = p.Profile.WriteUncompressed(d.zw)
+	if cerr := d.zw.Close(); err == nil {
+		err = cerr
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

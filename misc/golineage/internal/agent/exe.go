@@ -12,15 +12,15 @@ import (
 )
 
 // exe is an executable file, opened once for all the processes that run
-// it (bin, abi and buildID are set while it is open), or a verdict on one
+// it (bin, abi and the build IDs are set while it is open), or a verdict on one
 // that is not profiled.
 type exe struct {
-	key     exeKey
-	kind    exeKind
-	bin     *gobin.Binary
-	abi     *lineageabi.ABI // nil for a Go program built without the ABI
-	buildID string
-	refs    int // 0 for a verdict
+	key                   exeKey
+	kind                  exeKind
+	bin                   *gobin.Binary
+	abi                   *lineageabi.ABI // nil for a Go program built without the ABI
+	gnuBuildID, goBuildID string
+	refs                  int // 0 for a verdict
 }
 
 type exeKind int
@@ -85,7 +85,7 @@ func (c *exeCache) open(pid int) (*exe, error) {
 		return x, nil
 	}
 	x := &exe{key: key, refs: 1, kind: withABI}
-	bin, err := gobin.Open(path)
+	bin, err := gobin.OpenMapped(path)
 	if errors.Is(err, gobin.ErrNotGo) {
 		x.kind = notGo
 		c.verdict(x)
@@ -110,7 +110,8 @@ func (c *exeCache) open(pid int) (*exe, error) {
 	if name, err := os.Readlink(path); err == nil {
 		bin.Path = name
 	}
-	x.bin, x.abi, x.buildID = bin, abi, pprofout.BuildID(bin.ELF)
+	x.bin, x.abi = bin, abi
+	x.gnuBuildID, x.goBuildID = pprofout.BuildIDs(bin.ELF)
 	c.open_[key] = x
 	return x, nil
 }

@@ -16,6 +16,13 @@ const (
 	eventSize = offRecord + 2*maxRecord // the program's buffer is twice the largest record
 )
 
+// ringBytes is the size of the program's ring buffer (max_entries of
+// events), and RingEvents how many samples it holds.
+const (
+	ringBytes  = 1 << 21
+	RingEvents = ringBytes / (eventSize + 8) // each record has an 8-byte header
+)
+
 // The layout of struct proc_event.
 const procEventSize = 16
 

@@ -32,20 +32,22 @@ var ErrOtherThread = errors.New("the region belongs to another thread")
 
 // Lineage checks and decodes the lineage record the event copied, with the
 // offsets of the process's header h: the region's tid must be the sampled
-// thread's (the region rule), and the record's seq even and the same
+// thread's (the region rule) as the process's PID namespace numbers it,
+// tid (e.TID unless the process has a namespace of its own:
+// target.NSTIDs), and the record's seq even and the same
 // before the copy, in it and after it. A thread that runs no goroutine
 // (or is not a Go thread) has none: 0, nil and no error. A copy that is
 // not whole is an error wrapping lineageabi.ErrTorn or ErrOtherThread, or
 // says what is wrong with the record.
-func (e *Event) Lineage(h *lineageabi.Header) (goid uint64, chain []lineageabi.Step, err error) {
+func (e *Event) Lineage(h *lineageabi.Header, tid int) (goid uint64, chain []lineageabi.Step, err error) {
 	if e.Flags&FlagLineage == 0 || e.Cur == 0 {
 		return 0, nil, nil // no goroutine on this thread (or not a Go thread)
 	}
 	if e.Flags&FlagRegionOK == 0 || e.Flags&FlagRecord == 0 || e.Seq1 != e.Seq2 || e.Seq1&1 != 0 {
 		return 0, nil, lineageabi.ErrTorn
 	}
-	if e.RegionTID != uint64(e.TID) {
-		return 0, nil, fmt.Errorf("sample of thread %d: %w (%d)", e.TID, ErrOtherThread, e.RegionTID)
+	if e.RegionTID != uint64(tid) {
+		return 0, nil, fmt.Errorf("sample of thread %d: %w (%d)", tid, ErrOtherThread, e.RegionTID)
 	}
 	// The program copies up to a page boundary, then the rest; bytes it
 	// could not read are in a page the process never touched, zero, unless

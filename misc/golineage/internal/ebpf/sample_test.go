@@ -24,19 +24,26 @@ func TestEventLineage(t *testing.T) {
 	le.PutUint32(rec[60:], 0x1234) // gopc, from text_base
 	le.PutUint32(rec[68:], 0x5678) // anc[0].gopc
 	good := Event{TID: 3, Flags: FlagLineage | FlagRegionOK | FlagRecord, RegionTID: 3, Cur: 0x1000, Seq1: 4, Seq2: 4, Record: rec}
-	goid, chain, err := good.Lineage(h)
+	goid, chain, err := good.Lineage(h, int(good.TID))
 	if err != nil || goid != 9 || len(chain) != 2 || chain[0].GoPC != 0x401234 || chain[1].Goid != 7 || chain[1].GoPC != 0x405678 {
 		t.Fatalf("Lineage = %d, %+v, %v", goid, chain, err)
+	}
+	// In a PID namespace of its own the thread is 1 to its runtime, 3 to
+	// the kernel's sample.
+	inNS := good
+	inNS.RegionTID = 1
+	if goid, _, err := inNS.Lineage(h, 1); err != nil || goid != 9 {
+		t.Errorf("thread 3, 1 in its namespace: %d, %v", goid, err)
 	}
 	// The tail past the one ancestor was not read: a page never touched.
 	short := good
 	short.Record = rec[:72]
-	if goid, chain, err := short.Lineage(h); err != nil || goid != 9 || len(chain) != 2 {
+	if goid, chain, err := short.Lineage(h, int(short.TID)); err != nil || goid != 9 || len(chain) != 2 {
 		t.Errorf("record read up to its last ancestor: %d, %+v, %v", goid, chain, err)
 	}
 	idle := good
 	idle.Cur = 0
-	if goid, chain, err := idle.Lineage(h); goid != 0 || chain != nil || err != nil {
+	if goid, chain, err := idle.Lineage(h, int(idle.TID)); goid != 0 || chain != nil || err != nil {
 		t.Errorf("thread running no goroutine: %d, %v, %v", goid, chain, err)
 	}
 	for name, bad := range map[string]func(e *Event){
@@ -51,7 +58,7 @@ func TestEventLineage(t *testing.T) {
 	} {
 		e := good
 		bad(&e)
-		if _, _, err := e.Lineage(h); err == nil {
+		if _, _, err := e.Lineage(h, int(e.TID)); err == nil {
 			t.Errorf("%s: stitched", name)
 		}
 	}

@@ -74,8 +74,11 @@ func resource(m pcommon.Map, p *agent.Process, host string) {
 	if p.ContainerID != "" {
 		m.PutStr("container.id", p.ContainerID)
 	}
-	if p.BuildID != "" {
-		m.PutStr("process.executable.build_id.gnu", p.BuildID)
+	if p.GNUBuildID != "" {
+		m.PutStr("process.executable.build_id.gnu", p.GNUBuildID)
+	}
+	if p.GoBuildID != "" {
+		m.PutStr("process.executable.build_id.go", p.GoBuildID)
 	}
 }
 
@@ -156,7 +159,12 @@ func (t *dict) mapping(m *profile.Mapping) int32 {
 	nm.SetFileOffset(m.Offset)
 	nm.SetFilenameStrindex(k.file)
 	if m.BuildID != "" {
-		nm.AttributeIndices().Append(t.attrStr("process.executable.build_id.gnu", m.BuildID))
+		// pprofout's mappings carry the GNU build ID, else Go's.
+		key := "process.executable.build_id.gnu"
+		if !isHex(m.BuildID) {
+			key = "process.executable.build_id.go"
+		}
+		nm.AttributeIndices().Append(t.attrStr(key, m.BuildID))
 	}
 	t.mappings[k] = i
 	return i
@@ -271,4 +279,13 @@ func (t *dict) profile(np pprofile.Profile, p *profile.Profile) {
 			}
 		}
 	}
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -41,8 +40,8 @@ type Config struct {
 	// an API key, a tenant.
 	Headers map[string]string
 
-	// QueueBytes bounds the batches waiting to be sent, by their encoded
-	// size (32 MiB if 0): past it the oldest are dropped, and counted.
+	// QueueBytes bounds the batches waiting to be sent, which are kept
+	// encoded (16 MiB if 0): past it the oldest are dropped, and counted.
 	QueueBytes int
 	// Timeout bounds one request (10s if 0).
 	Timeout time.Duration
@@ -69,7 +68,7 @@ type ExportStats struct {
 // converts and queues (it never blocks the agent); a goroutine sends.
 type Exporter struct {
 	cfg  Config
-	send func(ctx context.Context, req pprofileotlp.ExportRequest) error
+	send func(ctx context.Context, data []byte) error // an encoded ExportRequest
 	conn *grpc.ClientConn
 
 	mu     sync.Mutex
@@ -85,16 +84,15 @@ type Exporter struct {
 }
 
 type batch struct {
-	req   pprofileotlp.ExportRequest
-	n     int // profiles
-	bytes int
+	data []byte // the encoded ExportRequest
+	n    int    // profiles
 }
 
 // NewExporter returns an exporter to cfg.Endpoint; it connects when it
 // first sends.
 func NewExporter(cfg Config) (*Exporter, error) {
 	if cfg.QueueBytes == 0 {
-		cfg.QueueBytes = 32 << 20
+		cfg.QueueBytes = 16 << 20
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
@@ -116,8 +114,8 @@ func NewExporter(cfg Config) (*Exporter, error) {
 			url += HTTPPath
 		}
 		client := &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{TLSClientConfig: tlsConf}}
-		e.send = func(ctx context.Context, req pprofileotlp.ExportRequest) error {
-			return e.sendHTTP(ctx, client, url, req)
+		e.send = func(ctx context.Context, data []byte) error {
+			return e.sendHTTP(ctx, client, url, data)
 		}
 	} else {
 		if cfg.Endpoint == "" || strings.Contains(cfg.Endpoint, "/") {
@@ -133,7 +131,11 @@ func NewExporter(cfg Config) (*Exporter, error) {
 		}
 		e.conn = conn
 		client := pprofileotlp.NewGRPCClient(conn)
-		e.send = func(ctx context.Context, req pprofileotlp.ExportRequest) error {
+		e.send = func(ctx context.Context, data []byte) error {
+			req := pprofileotlp.NewExportRequest()
+			if err := req.UnmarshalProto(data); err != nil {
+				return fmt.Errorf("%w: decoding the queued request: %v", errPermanent, err)
+			}
 			if len(cfg.Headers) > 0 {
 				ctx = metadata.NewOutgoingContext(ctx, metadata.New(cfg.Headers))
 			}
@@ -174,11 +176,7 @@ func tlsConfig(caFile string) (*tls.Config, error) {
 // errPermanent marks a send that retrying cannot fix.
 var errPermanent = errors.New("permanent")
 
-func (e *Exporter) sendHTTP(ctx context.Context, client *http.Client, url string, req pprofileotlp.ExportRequest) error {
-	body, err := req.MarshalProto()
-	if err != nil {
-		return fmt.Errorf("%w: encoding: %v", errPermanent, err)
-	}
+func (e *Exporter) sendHTTP(ctx context.Context, client *http.Client, url string, body []byte) error {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: %v", errPermanent, err)
@@ -224,9 +222,15 @@ func (e *Exporter) Export(ps []agent.Profile) {
 	if len(ps) == 0 {
 		return
 	}
-	req := pprofileotlp.NewExportRequestFromProfiles(Convert(ps, e.cfg.Host))
-	var m pprofile.ProtoMarshaler
-	b := batch{req: req, n: len(ps), bytes: m.ProfilesSize(req.Profiles())}
+	// Queued encoded: the bytes are what a batch holds while it waits,
+	// several times less than its pdata.
+	data, err := pprofileotlp.NewExportRequestFromProfiles(Convert(ps, e.cfg.Host)).MarshalProto()
+	if err != nil {
+		e.dropped.Add(uint64(len(ps)))
+		e.logOnce("encode", fmt.Sprintf("encoding profiles: %v", err))
+		return
+	}
+	b := batch{data: data, n: len(ps)}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -234,11 +238,11 @@ func (e *Exporter) Export(ps []agent.Profile) {
 		return
 	}
 	e.queue = append(e.queue, b)
-	e.bytes += b.bytes
+	e.bytes += len(b.data)
 	for e.bytes > e.cfg.QueueBytes && len(e.queue) > 1 {
 		old := e.queue[0]
 		e.queue = e.queue[1:]
-		e.bytes -= old.bytes
+		e.bytes -= len(old.data)
 		e.dropped.Add(uint64(old.n))
 		e.logOnce("queue", fmt.Sprintf("the send queue is full (%d bytes): dropping the oldest profiles", e.cfg.QueueBytes))
 	}
@@ -266,16 +270,13 @@ func (e *Exporter) run(ctx context.Context) {
 			}
 			continue
 		}
+		// The batch leaves the queue as its send starts: the queue's bound
+		// drops only batches that wait.
 		b := e.queue[0]
+		e.queue = e.queue[1:]
+		e.bytes -= len(b.data)
 		e.mu.Unlock()
-		err := e.sendRetrying(ctx, b)
-		e.mu.Lock()
-		if len(e.queue) > 0 && e.queue[0].req == b.req {
-			e.queue = e.queue[1:]
-			e.bytes -= b.bytes
-		}
-		e.mu.Unlock()
-		if err != nil {
+		if err := e.sendRetrying(ctx, b); err != nil {
 			e.dropped.Add(uint64(b.n))
 			e.logOnce(errKind(err), fmt.Sprintf("dropping %d profiles: %v", b.n, err))
 			if ctx.Err() != nil {
@@ -303,7 +304,7 @@ func (e *Exporter) sendRetrying(ctx context.Context, b batch) error {
 	backoff := 100 * time.Millisecond
 	for {
 		sctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-		err := e.send(sctx, b.req)
+		err := e.send(sctx, b.data)
 		cancel()
 		if err == nil {
 			e.batches.Add(1)

@@ -312,27 +312,35 @@ func (b *Builder) mainMapping() *profile.Mapping {
 // BuildID is f's GNU build ID in hex, else its Go build ID, else "" (a
 // binary whose section headers were removed).
 func BuildID(f *elf.File) string {
-	for _, name := range []string{".note.gnu.build-id", ".note.go.buildid"} {
-		s := f.Section(name)
-		if s == nil {
-			continue
-		}
-		b, err := s.Data()
-		if err != nil || len(b) < 12 {
-			continue
-		}
-		namesz, descsz := uint64(f.ByteOrder.Uint32(b)), uint64(f.ByteOrder.Uint32(b[4:]))
-		off := 12 + (namesz+3)&^3
-		if off+descsz > uint64(len(b)) {
-			continue
-		}
-		desc := b[off : off+descsz]
-		if name == ".note.gnu.build-id" {
-			return hex.EncodeToString(desc)
-		}
-		return string(desc)
+	gnu, goID := BuildIDs(f)
+	if gnu != "" {
+		return gnu
 	}
-	return ""
+	return goID
+}
+
+// BuildIDs returns f's GNU build ID in hex and its Go build ID, each ""
+// if f has none.
+func BuildIDs(f *elf.File) (gnu, goID string) {
+	return hex.EncodeToString(note(f, ".note.gnu.build-id")), string(note(f, ".note.go.buildid"))
+}
+
+// note returns the descriptor of the ELF note in section name, or nil.
+func note(f *elf.File, name string) []byte {
+	s := f.Section(name)
+	if s == nil {
+		return nil
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 12 {
+		return nil
+	}
+	namesz, descsz := uint64(f.ByteOrder.Uint32(b)), uint64(f.ByteOrder.Uint32(b[4:]))
+	off := 12 + (namesz+3)&^3
+	if off+descsz > uint64(len(b)) {
+		return nil
+	}
+	return b[off : off+descsz]
 }
 
 // WriteFolded writes one line per distinct stack, root first, frames joined
