@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -297,5 +298,99 @@ func TestAgentOTLP(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Errorf("no sample of a leaf goroutine")
+	}
+}
+
+// TestAgentUpstream: with Config.Upstream, a Go program built without the
+// lineage ABI is profiled too, with native stacks and no lineage.
+func TestAgentUpstream(t *testing.T) {
+	requireEBPF(t)
+	p := start(t, withoutABI(t, fixture(t, "busy")))
+	sink := &memSink{}
+	a, err := agent.New(agent.Config{Hz: 199, Interval: 500 * time.Millisecond, Upstream: true}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkDetached(t)
+	ps := sink.of(p.pid())
+	if len(ps) == 0 {
+		t.Fatalf("no profile of the program without the ABI")
+	}
+	if ps[0].Process.Lineage {
+		t.Errorf("process %+v says it has lineage", ps[0].Process)
+	}
+	work := 0
+	for _, pr := range ps {
+		for _, s := range pr.Profile.Sample {
+			if len(s.NumLabel["goroutine"]) > 0 {
+				t.Fatalf("a sample of a program without the ABI has a goroutine: %v", s.NumLabel)
+			}
+			for _, l := range s.Location {
+				for _, ln := range l.Line {
+					if ln.Function.Name == "main.work" {
+						work++
+					}
+					if strings.HasPrefix(ln.Function.Name, "created by ") {
+						t.Fatalf("a sample of a program without the ABI has lineage frames")
+					}
+				}
+			}
+		}
+	}
+	if work == 0 {
+		t.Errorf("no sample in main.work, where the program spends its time")
+	}
+}
+
+// TestAgentNoPtrace: the agent never traces a process. Run under strace,
+// it makes no ptrace call while it profiles a fork-built program, and the
+// program never has a tracer.
+func TestAgentNoPtrace(t *testing.T) {
+	requireEBPF(t)
+	if _, err := exec.LookPath("strace"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("strace: %v (.ci/tools installs it)", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	exe := fixture(t, "tree")
+	requireABI(t, exe)
+	p := start(t, exe)
+	trace := filepath.Join(t.TempDir(), "strace")
+	cmd := exec.Command("strace", "-f", "-qq", "-e", "trace=ptrace", "-e", "signal=none", "-o", trace,
+		toolBinary(t), "agent", "-o", t.TempDir(), "-hz", "199", "-interval", "500ms", "-duration", "2s")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- cmd.Wait() }()
+	profiled := regexp.MustCompile(fmt.Sprintf(`profiling process %d \(`, p.pid()))
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("agent under strace: %v\n%s", err, stderr.String())
+			}
+			running = false
+		case <-time.After(50 * time.Millisecond):
+			p.checkRunning(t) // fails on a tracer or a stop
+		}
+	}
+	if !profiled.MatchString(stderr.String()) {
+		t.Fatalf("the agent did not profile process %d:\n%s", p.pid(), stderr.String())
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := strings.TrimSpace(string(b)); calls != "" {
+		t.Errorf("the agent called ptrace:\n%s", calls)
 	}
 }
