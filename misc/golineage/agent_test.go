@@ -246,7 +246,7 @@ func TestAgentOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	_, stderr, code := tool(t, "agent", "-otlp", rec.Addr, "-otlp-insecure", "-hz", "199", "-interval", "500ms", "-duration", "2s")
+	_, stderr, code := tool(t, "agent", "-otlp", rec.Addr, "-otlp-insecure", "-hz", "199", "-interval", "500ms", "-duration", "3s")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -362,8 +362,8 @@ func TestAgentNoPtrace(t *testing.T) {
 	requireABI(t, exe)
 	p := start(t, exe)
 	trace := filepath.Join(t.TempDir(), "strace")
-	cmd := exec.Command("strace", "-f", "-qq", "-e", "trace=ptrace", "-e", "signal=none", "-o", trace,
-		toolBinary(t), "agent", "-o", t.TempDir(), "-hz", "199", "-interval", "500ms", "-duration", "2s")
+	cmd := exec.Command("strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=ptrace", "-e", "signal=none", "-o", trace,
+		toolBinary(t), "agent", "-o", t.TempDir(), "-hz", "199", "-interval", "500ms", "-duration", "3s")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
