@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -26,6 +27,8 @@ type agentFlags struct {
 	otlpInsecure bool
 	otlpCA       string
 	otlpHeaders  headerFlag
+
+	metrics string
 }
 
 // headerFlag collects -otlp-header K=V flags.
@@ -59,6 +62,7 @@ func agentFlagSet(fl *flag.FlagSet) func(*invocation) error {
 	fl.BoolVar(&af.otlpInsecure, "otlp-insecure", false, "send OTLP over gRPC without TLS")
 	fl.StringVar(&af.otlpCA, "otlp-ca", "", "PEM `FILE` of the certificates that sign the OTLP endpoint's (default: the system's)")
 	fl.Var(&af.otlpHeaders, "otlp-header", "send `KEY=VALUE` with every OTLP request (repeatable)")
+	fl.StringVar(&af.metrics, "metrics", "", "serve the agent's counts in Prometheus's text format at http://`ADDR`/metrics (a loopback address)")
 	fl.BoolVar(&af.upstream, "upstream", false, "also profile Go programs built without the lineage ABI (on-CPU stacks without lineage); otherwise they are skipped and counted")
 	return func(inv *invocation) error { return runAgent(inv, af) }
 }
@@ -78,6 +82,17 @@ func runAgent(inv *invocation, af agentFlags) error {
 	}
 	if af.duration < 0 {
 		return inv.usage("-duration must not be negative")
+	}
+	var metrics net.Listener
+	if af.metrics != "" {
+		if err := checkLoopback(af.metrics); err != nil {
+			return inv.usage("-metrics %s: %v", af.metrics, err)
+		}
+		var err error
+		if metrics, err = net.Listen("tcp", af.metrics); err != nil {
+			return fmt.Errorf("-metrics: %w", err)
+		}
+		defer metrics.Close()
 	}
 	var sink agent.Sink
 	var exp *otlpout.Exporter
@@ -111,6 +126,9 @@ func runAgent(inv *invocation, af agentFlags) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, af.duration)
 		defer cancel()
+	}
+	if metrics != nil {
+		defer serveMetrics(metrics, a, exp)()
 	}
 	err = a.Run(ctx)
 	if exp != nil {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -392,5 +395,48 @@ func TestAgentNoPtrace(t *testing.T) {
 	}
 	if calls := strings.TrimSpace(string(b)); calls != "" {
 		t.Errorf("the agent called ptrace:\n%s", calls)
+	}
+}
+
+// TestAgentMetrics: -metrics serves the agent's counts while it runs, on
+// a loopback address only.
+func TestAgentMetrics(t *testing.T) {
+	requireEBPF(t)
+	exe := fixture(t, "busy")
+	requireABI(t, exe)
+	start(t, exe)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	done := make(chan int)
+	go func() {
+		_, _, code := tool(t, "agent", "-o", t.TempDir(), "-metrics", addr, "-hz", "199", "-duration", "3s")
+		done <- code
+	}()
+	re := regexp.MustCompile(`(?m)^golineage_agent_samples_total ([1-9]\d*)$`)
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); !re.MatchString(body); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no samples counted at http://%s/metrics:\n%s", addr, body)
+		}
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+		}
+	}
+	for _, want := range []string{"# TYPE golineage_agent_targets gauge\n", "golineage_agent_processes_skipped_total{kind=\"not_go\"} ", "golineage_agent_cpu_seconds_total "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+	if code := <-done; code != 0 {
+		t.Errorf("agent exit %d", code)
+	}
+	if _, stderr, code := tool(t, "agent", "-o", t.TempDir(), "-metrics", "0.0.0.0:9999"); code != 2 || !strings.Contains(stderr, "not a loopback address") {
+		t.Errorf("-metrics on all interfaces: exit %d, stderr %q", code, stderr)
 	}
 }

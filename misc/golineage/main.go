@@ -16,8 +16,8 @@
 //		[-collector ebpf|ptrace|bpf] [-duration D]
 //		[-format pprof|folded|svg] [-hz N] [-o FILE] PID
 //	golineage agent [-otlp-insecure] [-upstream] [-duration D] [-hz N]
-//		[-interval D] [-o DIR] [-otlp ENDPOINT] [-otlp-ca FILE]
-//		[-otlp-header KEY=VALUE]
+//		[-interval D] [-metrics ADDR] [-o DIR] [-otlp ENDPOINT]
+//		[-otlp-ca FILE] [-otlp-header KEY=VALUE]
 //	golineage symbolize [-bias N] EXE
 //	golineage unwind [-bias N] EXE
 //	golineage help [COMMAND]

@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -127,6 +128,8 @@ type Agent struct {
 	stats   Stats
 	period  time.Duration
 	closed  bool // Run returned: the collector is closed
+
+	published atomic.Pointer[Stats] // Stats as of the loop's last turn, for Published
 }
 
 // proc is one target.
@@ -194,6 +197,20 @@ func (a *Agent) Stats() Stats {
 	return st
 }
 
+// Published returns the counts as of the sampling loop's last turn (at
+// most a poll old); unlike Stats, any goroutine may call it.
+func (a *Agent) Published() Stats {
+	if st := a.published.Load(); st != nil {
+		return *st
+	}
+	return Stats{}
+}
+
+func (a *Agent) publish() {
+	st := a.Stats()
+	a.published.Store(&st)
+}
+
 // Run samples until ctx is done, then hands every target's last profile
 // to the sink and detaches: nothing stays attached once it returns.
 func (a *Agent) Run(ctx context.Context) error {
@@ -201,6 +218,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.stats.Lost = a.c.Lost()
 		a.closed = true
 		a.c.Close()
+		a.publish()
 	}()
 	// The executables' tables are mapped (gobin.OpenMapped): a file
 	// truncated after its last process exited faults, and guard turns that
@@ -233,6 +251,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.flush(true)
 			return nil
 		}
+		a.publish()
 		timer.Reset(poll)
 		select {
 		case <-timer.C:
