@@ -240,9 +240,7 @@ func (e *Exporter) Export(ps []agent.Profile) {
 	e.queue = append(e.queue, b)
 	e.bytes += len(b.data)
 	for e.bytes > e.cfg.QueueBytes && len(e.queue) > 1 {
-		old := e.queue[0]
-		e.queue = e.queue[1:]
-		e.bytes -= len(old.data)
+		old := e.pop()
 		e.dropped.Add(uint64(old.n))
 		e.logOnce("queue", fmt.Sprintf("the send queue is full (%d bytes): dropping the oldest profiles", e.cfg.QueueBytes))
 	}
@@ -251,6 +249,17 @@ func (e *Exporter) Export(ps []agent.Profile) {
 	case e.wake <- struct{}{}:
 	default:
 	}
+}
+
+// pop takes the oldest batch off the queue; e.mu is held. Its slot in the
+// queue's array is cleared: the array, which later batches are appended
+// to, must not keep a dropped or sent batch's bytes alive.
+func (e *Exporter) pop() batch {
+	b := e.queue[0]
+	e.queue[0] = batch{}
+	e.queue = e.queue[1:]
+	e.bytes -= len(b.data)
+	return b
 }
 
 // run sends the queued batches in order until Close.
@@ -272,9 +281,7 @@ func (e *Exporter) run(ctx context.Context) {
 		}
 		// The batch leaves the queue as its send starts: the queue's bound
 		// drops only batches that wait.
-		b := e.queue[0]
-		e.queue = e.queue[1:]
-		e.bytes -= len(b.data)
+		b := e.pop()
 		e.mu.Unlock()
 		if err := e.sendRetrying(ctx, b); err != nil {
 			e.dropped.Add(uint64(b.n))
