@@ -20,6 +20,7 @@ type agentFlags struct {
 	out      string
 	hz       int
 	interval time.Duration
+	parked   time.Duration
 	duration time.Duration
 	upstream bool
 
@@ -57,6 +58,7 @@ func agentFlagSet(fl *flag.FlagSet) func(*invocation) error {
 	fl.StringVar(&af.out, "o", "", "write each process's profile of each interval to a pprof file in `DIR` (SERVICE.PID.START.pb.gz)")
 	fl.IntVar(&af.hz, "hz", agent.DefaultHz, "on-CPU samples per second of each CPU (`N`)")
 	fl.DurationVar(&af.interval, "interval", agent.DefaultInterval, "how much time each profile covers (`D`)")
+	fl.DurationVar(&af.parked, "parked", agent.DefaultParked, "read each process's parked goroutines every `D` for its off-CPU profile (0: no off-CPU profile)")
 	fl.DurationVar(&af.duration, "duration", 0, "stop after `D` (default: run until SIGINT or SIGTERM, which write the last profiles)")
 	fl.StringVar(&af.otlp, "otlp", "", "send OTLP profiles to `ENDPOINT`: HOST:PORT for gRPC, or an http:// or https:// URL (path "+otlpout.HTTPPath+" unless given)")
 	fl.BoolVar(&af.otlpInsecure, "otlp-insecure", false, "send OTLP over gRPC without TLS")
@@ -65,6 +67,15 @@ func agentFlagSet(fl *flag.FlagSet) func(*invocation) error {
 	fl.StringVar(&af.metrics, "metrics", "", "serve the agent's counts in Prometheus's text format at http://`ADDR`/metrics (a loopback address)")
 	fl.BoolVar(&af.upstream, "upstream", false, "also profile Go programs built without the lineage ABI (on-CPU stacks without lineage); otherwise they are skipped and counted")
 	return func(inv *invocation) error { return runAgent(inv, af) }
+}
+
+// parkedConfig is agent.Config.Parked for a -parked (or the receiver's
+// parked) of d: 0 turns the off-CPU profile off.
+func parkedConfig(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func runAgent(inv *invocation, af agentFlags) error {
@@ -79,6 +90,9 @@ func runAgent(inv *invocation, af agentFlags) error {
 	}
 	if af.interval < 100*time.Millisecond {
 		return inv.usage("-interval %v: want at least 100ms", af.interval)
+	}
+	if af.parked != 0 && af.parked < 10*time.Millisecond {
+		return inv.usage("-parked %v: want 0 or at least 10ms", af.parked)
 	}
 	if af.duration < 0 {
 		return inv.usage("-duration must not be negative")
@@ -114,7 +128,7 @@ func runAgent(inv *invocation, af agentFlags) error {
 		}
 		sink = exp
 	}
-	a, err := agent.New(agent.Config{Hz: af.hz, Interval: af.interval, Upstream: af.upstream, BTF: os.Getenv(btfEnv), Log: inv.stderr}, sink)
+	a, err := agent.New(agent.Config{Hz: af.hz, Interval: af.interval, Parked: parkedConfig(af.parked), Upstream: af.upstream, BTF: os.Getenv(btfEnv), Log: inv.stderr}, sink)
 	if err != nil {
 		if exp != nil {
 			exp.Close(context.Background())

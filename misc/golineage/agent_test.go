@@ -11,10 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"fpsafe.dev/misc/golineage/internal/agent"
 	"fpsafe.dev/misc/golineage/internal/otlpout"
@@ -436,7 +439,7 @@ func TestAgentMetrics(t *testing.T) {
 			body = string(b)
 		}
 	}
-	for _, want := range []string{"# TYPE golineage_agent_targets gauge\n", "golineage_agent_processes_skipped_total{kind=\"not_go\"} ", "golineage_agent_cpu_seconds_total "} {
+	for _, want := range []string{"# TYPE golineage_agent_targets gauge\n", "golineage_agent_processes_skipped_total{kind=\"not_go\"} ", "golineage_agent_cpu_seconds_total ", "golineage_agent_parked_reads_total "} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
@@ -446,5 +449,98 @@ func TestAgentMetrics(t *testing.T) {
 	}
 	if _, stderr, code := tool(t, "agent", "-o", t.TempDir(), "-metrics", "0.0.0.0:9999"); code != 2 || !strings.Contains(stderr, "not a loopback address") {
 		t.Errorf("-metrics on all interfaces: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestAgentLabelsOffCPU: the agent's on-CPU samples carry the sampled
+// goroutine's pprof labels, and its off-CPU profile has the parked
+// goroutines, read with no stop, with their labels, wait reasons and
+// lineage, each standing for the time it was seen parked.
+func TestAgentLabelsOffCPU(t *testing.T) {
+	requireEBPF(t)
+	exe := fixture(t, "offcpu")
+	requireABI(t, exe)
+	p := start(t, exe)
+	sink := &memSink{}
+	var log syncBuffer
+	a, err := agent.New(agent.Config{Hz: 199, Interval: time.Second, Parked: 100 * time.Millisecond, Log: &log}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ran := time.Since(began)
+	checkDetached(t)
+	if st := a.Stats(); st.ParkedFailed != 0 || st.NoLabels != 0 {
+		t.Errorf("stats %+v; log:\n%s", st, log.String())
+	}
+
+	funcs := func(s *profile.Sample) []string {
+		var out []string
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				out = append(out, ln.Function.Name)
+			}
+		}
+		return out
+	}
+	var compute, labeled int64
+	var offCPU int
+	var parkedNanos time.Duration
+	pools := map[string]bool{}
+	for _, prof := range sink.of(p.pid()) {
+		pp := prof.Profile
+		if !prof.OffCPU {
+			for _, s := range pp.Sample {
+				if !slices.Contains(funcs(s), "main.compute") {
+					continue
+				}
+				compute += s.Value[0]
+				if w := s.Label["worker"]; len(w) == 1 && (w[0] == "0" || w[0] == "1") && len(s.Label["pool"]) == 0 {
+					labeled += s.Value[0]
+				}
+			}
+			continue
+		}
+		offCPU++
+		if pp.DefaultSampleType != "off_cpu" || pp.SampleType[1].Type != "off_cpu" || pp.SampleType[1].Unit != "nanoseconds" {
+			t.Errorf("off-CPU profile's types %v %v, default %q", pp.SampleType[0], pp.SampleType[1], pp.DefaultSampleType)
+		}
+		for _, s := range pp.Sample {
+			fs := funcs(s)
+			switch {
+			case slices.Contains(fs, "main.waitLabeled"):
+				pool := s.Label["pool"]
+				if len(pool) != 1 || s.Label["state"][0] != "chan receive" ||
+					!slices.Contains(fs, "created by main.pool") || fs[len(fs)-1] != "created by main.main" {
+					t.Errorf("parked labeled sample: functions %v, labels %v", fs, s.Label)
+					continue
+				}
+				pools[pool[0]] = true
+				if pool[0] == "0" {
+					parkedNanos += time.Duration(s.Value[1])
+				}
+			case slices.Contains(fs, "main.waitPlain"):
+				if len(s.Label["pool"]) != 0 || !slices.Contains(fs, "created by main.pool") {
+					t.Errorf("parked plain sample: functions %v, labels %v", fs, s.Label)
+				}
+			}
+		}
+	}
+	t.Logf("%d on-CPU samples in main.compute (%d labeled), pool 0 parked %v of %v; stats %+v", compute, labeled, parkedNanos, ran, a.Stats())
+	if compute < 100 || labeled < compute*9/10 {
+		t.Errorf("%d on-CPU samples in main.compute, %d of them with their worker label; want most of at least 100", compute, labeled)
+	}
+	if offCPU == 0 || len(pools) != 3 {
+		t.Fatalf("%d off-CPU profiles, parked pools %v; log:\n%s", offCPU, pools, log.String())
+	}
+	// pool 0's goroutine was parked all along: its samples cover the run,
+	// less the first read's wait for the process to be found.
+	if parkedNanos < ran/2 || parkedNanos > ran+200*time.Millisecond {
+		t.Errorf("pool 0's goroutine parked for %v of a %v run", parkedNanos, ran)
 	}
 }

@@ -17,7 +17,7 @@
 //		[-format pprof|folded|svg] [-hz N] [-o FILE] PID
 //	golineage agent [-otlp-insecure] [-upstream] [-duration D] [-hz N]
 //		[-interval D] [-metrics ADDR] [-o DIR] [-otlp ENDPOINT]
-//		[-otlp-ca FILE] [-otlp-header KEY=VALUE]
+//		[-otlp-ca FILE] [-otlp-header KEY=VALUE] [-parked D]
 //	golineage symbolize [-bias N] EXE
 //	golineage unwind [-bias N] EXE
 //	golineage help [COMMAND]

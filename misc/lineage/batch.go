@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/lineageraw"
+	"fpsafe.dev/misc/internal/opentarget"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
 )
@@ -309,4 +311,9 @@ func init() {
 	lineageraw.Stats = func(s any) lineageabi.LiveStats { return s.(*Snapshot).stats }
 	lineageraw.KeepRaw = func(p any) { p.(*Process).keepRaw = true }
 	lineageraw.Locs = func(frames any) []stack.Loc { return stackLocs(frames.([]Frame)) }
+	lineageraw.OpenShared = func(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, labels bool) any {
+		p := newProcess(pid, &opentarget.Exe{Bin: bin, Bias: bias}, abi, target.ProcMem(pid), &Options{NoLabels: !labels})
+		p.shared, p.keepRaw = true, true
+		return p
+	}
 }

@@ -124,6 +124,7 @@ type Process struct {
 	tr      *target.Tracer // StopThread's, started by its first call
 	onTr    bool           // running on tr's thread (OnTracerThread)
 	keepRaw bool           // goroutines keep the registry's reading (lineageraw)
+	shared  bool           // exe is its opener's: Close leaves it open (lineageraw.OpenShared)
 }
 
 // newProcess is a Process reading mem, symbolized by exe.
@@ -288,6 +289,9 @@ func (p *Process) Close() error {
 	}
 	if p.core != nil {
 		p.core.Close()
+	}
+	if p.shared {
+		return nil
 	}
 	return p.exe.Close()
 }

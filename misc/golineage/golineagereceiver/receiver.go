@@ -13,6 +13,7 @@
 //	  golineage:
 //	    hz: 19          # on-CPU samples a second of each CPU
 //	    interval: 10s   # time each profile covers
+//	    parked: 1s      # how often parked goroutines are read (0: no off-CPU profile)
 //	    upstream: false # also profile Go programs without the lineage ABI
 //	exporters:
 //	  otlp_grpc:
@@ -58,6 +59,9 @@ type Config struct {
 	Hz int `mapstructure:"hz"`
 	// Interval is how much time each profile covers.
 	Interval time.Duration `mapstructure:"interval"`
+	// Parked is how often each process's parked goroutines are read for
+	// its off-CPU profile; 0 makes none.
+	Parked time.Duration `mapstructure:"parked"`
 	// Upstream also profiles Go programs built without the lineage ABI
 	// (on-CPU stacks without lineage).
 	Upstream bool `mapstructure:"upstream"`
@@ -78,6 +82,9 @@ func (c *Config) Validate() error {
 	if c.Interval < 100*time.Millisecond {
 		return fmt.Errorf("interval %v: want at least 100ms", c.Interval)
 	}
+	if c.Parked != 0 && c.Parked < 10*time.Millisecond {
+		return fmt.Errorf("parked %v: want 0 or at least 10ms", c.Parked)
+	}
 	if c.Queue < 1 {
 		return fmt.Errorf("queue %d: want at least 1", c.Queue)
 	}
@@ -90,7 +97,7 @@ func NewFactory() xreceiver.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{Hz: agent.DefaultHz, Interval: agent.DefaultInterval, Queue: 4}
+	return &Config{Hz: agent.DefaultHz, Interval: agent.DefaultInterval, Parked: agent.DefaultParked, Queue: 4}
 }
 
 func createProfiles(_ context.Context, set receiver.Settings, cfg component.Config, next xconsumer.Profiles) (xreceiver.Profiles, error) {
@@ -117,7 +124,7 @@ type lineageReceiver struct {
 func (r *lineageReceiver) Start(_ context.Context, _ component.Host) error {
 	r.host, _ = os.Hostname()
 	r.queue = make(chan pprofile.Profiles, r.cfg.Queue)
-	a, err := agent.New(agent.Config{Hz: r.cfg.Hz, Interval: r.cfg.Interval, Upstream: r.cfg.Upstream, BTF: r.cfg.BTF, Log: &zapWriter{r.logger}}, r)
+	a, err := agent.New(agent.Config{Hz: r.cfg.Hz, Interval: r.cfg.Interval, Parked: parked(r.cfg.Parked), Upstream: r.cfg.Upstream, BTF: r.cfg.BTF, Log: &zapWriter{r.logger}}, r)
 	if err != nil {
 		return err
 	}
@@ -182,4 +189,13 @@ func (w *zapWriter) Write(p []byte) (int, error) {
 		w.l.Info(string(bytes.TrimPrefix(line, []byte("golineage agent: "))))
 	}
 	return len(p), nil
+}
+
+// parked is agent.Config.Parked for the configuration's parked: 0 turns
+// the off-CPU profile off.
+func parked(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -26,10 +26,14 @@ func TestConfig(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
+	if off := *cfg; off.Parked != time.Second || func() error { off.Parked = 0; return off.Validate() }() != nil {
+		t.Errorf("default parked %v, or parked 0 (no off-CPU profile) refused", cfg.Parked)
+	}
 	for _, bad := range []func(c *Config){
 		func(c *Config) { c.Hz = 0 },
 		func(c *Config) { c.Interval = time.Millisecond },
 		func(c *Config) { c.Queue = 0 },
+		func(c *Config) { c.Parked = time.Millisecond },
 	} {
 		c := *cfg
 		bad(&c)

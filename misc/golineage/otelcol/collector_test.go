@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -299,6 +300,55 @@ func checkLineage(t *testing.T, who string, rs []otlpout.ReadProcess, depth int)
 	t.Errorf("%s: no sample continues through %d go statements to main's", who, depth)
 }
 
+// waitLabels waits up to d for the profiles of testdata/offcpu, process
+// pid, to reach rec, and checks them: its computing goroutines' on-CPU
+// samples carry their pprof label as an attribute, and its off-CPU profile
+// (sent apart from the on-CPU one) has the parked goroutines with their
+// labels, wait reason and lineage.
+func waitLabels(t *testing.T, who string, rec *otlpout.Recorder, pid int, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		got, err := rec.Processes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		onCPU, offCPU := checkLabels(t, who, got[int64(pid)])
+		if onCPU && offCPU {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: within %v, labeled on-CPU samples: %v; parked labeled goroutines in the off-CPU profile: %v", who, d, onCPU, offCPU)
+			return
+		}
+	}
+}
+
+// checkLabels reports whether rs has the samples waitLabels wants, and
+// fails on a wrong one.
+func checkLabels(t *testing.T, who string, rs []otlpout.ReadProcess) (onCPU, offCPU bool) {
+	t.Helper()
+	for _, r := range rs {
+		for _, s := range r.Samples {
+			switch {
+			case s.Type == "samples" && slices.Contains(s.Funcs, "main.compute"):
+				if w, _ := s.Attrs["worker"].(string); w != "0" && w != "1" {
+					t.Errorf("%s: on-CPU sample of main.compute with attributes %v, want its worker label", who, s.Attrs)
+				} else {
+					onCPU = true
+				}
+			case s.Type == "off_cpu" && slices.Contains(s.Funcs, "main.waitLabeled"):
+				if p, _ := s.Attrs["pool"].(string); p == "" || s.Attrs["state"] != "chan receive" ||
+					!slices.Contains(s.Funcs, "created by main.pool") || s.Value <= 0 {
+					t.Errorf("%s: off-CPU sample %v, attributes %v, value %d", who, s.Funcs, s.Attrs, s.Value)
+				} else {
+					offCPU = true
+				}
+			}
+		}
+	}
+	return onCPU, offCPU
+}
+
 // pipeline is a Collector configuration whose profiles pipeline takes
 // receiver's profiles (configured by receiverConfig) to backend, an OTLP
 // endpoint over gRPC.
@@ -338,6 +388,7 @@ func TestCollector(t *testing.T) {
 	agentBin := build(t, "go", "..", filepath.Join(tmp, "golineage"))
 	tree := build(t, "go", "../testdata/tree", filepath.Join(tmp, "tree"))
 	busy := build(t, "go", "../testdata/busy", filepath.Join(tmp, "busy"))
+	offcpu := build(t, "go", "../testdata/offcpu", filepath.Join(tmp, "offcpu"))
 	upstream := build(t, upstreamGo(t), "../testdata/busy", filepath.Join(tmp, "busy-upstream"))
 
 	backend, err := otlpout.NewRecorder("127.0.0.1:0")
@@ -352,14 +403,15 @@ func TestCollector(t *testing.T) {
 	treeP := startProc(t, []string{"OTEL_SERVICE_NAME=tree"}, tree)
 	nsP := startProc(t, []string{"OTEL_SERVICE_NAME=busy-ns"}, "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", busy)
 	nsPID := child(t, nsP.pid())
+	labelsP := startProc(t, []string{"OTEL_SERVICE_NAME=labels"}, offcpu)
 	upP := startProc(t, []string{"OTEL_SERVICE_NAME=upstream"}, upstream)
 	other := startProc(t, nil, "sleep", "600")
 
 	agent := startProc(t, nil, agentBin, "agent", "-otlp", addr, "-otlp-insecure", "-hz", "99", "-interval", "1s")
 	agentStart := time.Now()
 	agent.waitLine(t, fmt.Sprintf("profiling process %d (tree,", treeP.pid()), 10*time.Second)
-	got := waitProfiles(t, backend, 30*time.Second, treeP.pid(), nsPID)
-	t.Logf("profiles of both programs at the backend %v after the agent started", time.Since(agentStart).Round(time.Millisecond))
+	got := waitProfiles(t, backend, 30*time.Second, treeP.pid(), nsPID, labelsP.pid())
+	t.Logf("profiles of the fork-built programs at the backend %v after the agent started", time.Since(agentStart).Round(time.Millisecond))
 
 	// One resource per process, named by its service, with the semantic
 	// conventions' attributes; the one in its own namespace by its host PID.
@@ -380,6 +432,7 @@ func TestCollector(t *testing.T) {
 	}
 	checkLineage(t, "tree", got[int64(treeP.pid())], 4)
 	checkLineage(t, "busy in its PID namespace", got[int64(nsPID)], 1)
+	waitLabels(t, "labels", backend, labelsP.pid(), 10*time.Second)
 
 	// A program started now is picked up within 2 s, and its exit ends its
 	// profiles.
@@ -452,6 +505,7 @@ func TestCollector(t *testing.T) {
 		t.Errorf("through the receiver: resource %v", res)
 	}
 	checkLineage(t, "tree, through the receiver", got[int64(treeP.pid())], 4)
+	waitLabels(t, "labels, through the receiver", backend2, labelsP.pid(), 10*time.Second)
 	col.cmd.Process.Signal(syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

@@ -241,6 +241,12 @@ func (h *Header) checkDynamic() error {
 	return nil
 }
 
+// Registry decodes the registry fields of h (the goroutine and label
+// layout), nil if h publishes no registry.
+func (h *Header) Registry() (*Registry, error) {
+	return parseRegistry(h, h.raw)
+}
+
 // PC turns a site or ancestor entry's offset into a PC: 0 stays unknown.
 func (h *Header) PC(off uint32) uint64 {
 	if off == 0 {

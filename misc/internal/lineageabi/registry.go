@@ -328,57 +328,69 @@ func (v *View) readG(gp uint64) (*Goroutine, error) {
 	return g, nil
 }
 
-// readLabels reads g's pprof labels if the view reads them: g.labels
-// points at the label set (0: none), whose label slice holds each label's
-// key and value strings.
+// readLabels reads g's pprof labels if the view reads them.
 func (v *View) readLabels(g *Goroutine) error {
-	r := v.Reg
-	if !v.ReadLabels || g.labels == 0 || r.LabelSize == 0 {
+	if !v.ReadLabels || g.labels == 0 || v.Reg.LabelSize == 0 {
 		return nil
+	}
+	ls, err := v.Reg.ReadLabels(v.mem, g.labels)
+	if err != nil {
+		return fmt.Errorf("goroutine %d: %w", g.Goid, err)
+	}
+	g.Labels = ls
+	return nil
+}
+
+// ReadLabels reads the label set at addr, a g.labels value (0: none):
+// the set's label slice holds each label's key and value strings. A
+// registry that publishes no label layout reads none.
+func (r *Registry) ReadLabels(mem Mem, addr uint64) ([]Label, error) {
+	if addr == 0 || r.LabelSize == 0 {
+		return nil, nil
 	}
 	le := binary.LittleEndian
 	var sl [16]byte
-	if err := v.mem.ReadAt(sl[:], g.labels+uint64(r.OffLabelsList)); err != nil {
-		return fmt.Errorf("goroutine %d: reading its labels at %#x: %w", g.Goid, g.labels, err)
+	if err := mem.ReadAt(sl[:], addr+uint64(r.OffLabelsList)); err != nil {
+		return nil, fmt.Errorf("reading its labels at %#x: %w", addr, err)
 	}
 	p, n := le.Uint64(sl[:]), le.Uint64(sl[8:])
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
 	if n > maxLabels {
-		return fmt.Errorf("goroutine %d: %d labels (corrupt memory?)", g.Goid, n)
+		return nil, fmt.Errorf("%d labels (corrupt memory?)", n)
 	}
 	buf := make([]byte, n*uint64(r.LabelSize))
-	if err := v.mem.ReadAt(buf, p); err != nil {
-		return fmt.Errorf("goroutine %d: reading its labels at %#x: %w", g.Goid, p, err)
+	if err := mem.ReadAt(buf, p); err != nil {
+		return nil, fmt.Errorf("reading its labels at %#x: %w", p, err)
 	}
 	str := func(b []byte) (string, error) {
 		sp, sn := le.Uint64(b), le.Uint64(b[8:])
 		if sn > maxLabelBytes {
-			return "", fmt.Errorf("goroutine %d: a label of %d bytes (corrupt memory?)", g.Goid, sn)
+			return "", fmt.Errorf("a label of %d bytes (corrupt memory?)", sn)
 		}
 		s := make([]byte, sn)
 		if sn > 0 {
-			if err := v.mem.ReadAt(s, sp); err != nil {
-				return "", fmt.Errorf("goroutine %d: reading a label at %#x: %w", g.Goid, sp, err)
+			if err := mem.ReadAt(s, sp); err != nil {
+				return "", fmt.Errorf("reading a label at %#x: %w", sp, err)
 			}
 		}
 		return string(s), nil
 	}
-	g.Labels = make([]Label, n)
-	for i := range g.Labels {
+	ls := make([]Label, n)
+	for i := range ls {
 		l := buf[uint64(i)*uint64(r.LabelSize):]
 		k, err := str(l[r.OffLabelKey:])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		val, err := str(l[r.OffLabelValue:])
 		if err != nil {
-			return err
+			return nil, err
 		}
-		g.Labels[i] = Label{k, val}
+		ls[i] = Label{k, val}
 	}
-	return nil
+	return ls, nil
 }
 
 // parseG decodes a copy of the g at gp (gSpan bytes), but for what it

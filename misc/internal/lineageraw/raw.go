@@ -10,6 +10,7 @@
 package lineageraw
 
 import (
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/stack"
 )
@@ -26,6 +27,13 @@ var KeepRaw func(p any)
 // Stats returns what the read that gave s, a *lineage.Snapshot, counted:
 // the registry reader's statistics, sudogs included.
 var Stats func(s any) lineageabi.LiveStats
+
+// OpenShared opens live process pid, running the executable bin (loaded
+// at bias) whose lineage ABI is abi, as a *lineage.Process that shares bin
+// with its caller: its Close leaves bin open. A reader of many processes
+// of one binary (the node agent) keeps one copy of its tables. labels says
+// whether reads take goroutines' pprof labels.
+var OpenShared func(pid int, bin *gobin.Binary, bias uint64, abi *lineageabi.ABI, labels bool) any
 
 // Locs converts frames, a []lineage.Frame, to the stack package's.
 var Locs func(frames any) []stack.Loc

@@ -51,6 +51,16 @@ func Table(bin *gobin.Binary) *sframe.Section {
 	}).(*sframe.Section)
 }
 
+// WithoutTable makes walks of bin's stacks use frame pointers alone, as
+// for a binary without a table, unless Table already decoded it. A reader
+// that walks only parked goroutines, from the registers the scheduler
+// saved (where the frame pointers are exact), and keeps many binaries open
+// (the node agent) spares the decoded tables, which take a heap of tens of
+// megabytes for a large binary.
+func WithoutTable(bin *gobin.Binary) {
+	bin.Attach(tableKey{}, func() any { return (*sframe.Section)(nil) })
+}
+
 // How a run of SFrame steps ended.
 type sframeEnd int
 

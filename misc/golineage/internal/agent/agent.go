@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -58,6 +59,9 @@ type Config struct {
 	Upstream bool
 	// BTF is the kernel's BTF file ("" for ebpf.DefaultBTF).
 	BTF string
+	// Parked is how often each target's parked goroutines are read for
+	// its off-CPU profile (DefaultParked if 0; negative: never).
+	Parked time.Duration
 	// Log receives a line for each process the agent starts or stops
 	// profiling, and its errors; nil discards them.
 	Log io.Writer
@@ -67,6 +71,7 @@ type Config struct {
 const (
 	DefaultHz       = 19
 	DefaultInterval = 10 * time.Second
+	DefaultParked   = time.Second
 )
 
 // Process describes a profiled process: the resource its profiles come
@@ -90,6 +95,9 @@ type Profile struct {
 	// Final is set on the last profile of a process: it exited, or the
 	// agent stopped.
 	Final bool
+	// OffCPU marks the profile of its parked goroutines (Config.Parked);
+	// else it is the on-CPU profile.
+	OffCPU bool
 }
 
 // A Sink receives each interval's profiles. It runs on the agent's
@@ -113,6 +121,10 @@ type Stats struct {
 	Failed       uint64 // processes that could not be opened (gone, no permission, bad header)
 	Torn         uint64 // samples left without lineage: a copy torn by a concurrent update
 	Malformed    uint64 // samples left without lineage: a record that did not decode
+	NoLabels     uint64 // samples whose goroutine's label set could not be read
+	ParkedReads  uint64 // reads of a target's parked goroutines (Config.Parked)
+	ParkedSlow   uint64 // reads that ran out of time (the process's next waits longer)
+	ParkedFailed uint64 // targets whose parked goroutines could not be read (their off-CPU profile stopped)
 }
 
 // Agent is a running node agent.
@@ -127,7 +139,11 @@ type Agent struct {
 	host    string
 	stats   Stats
 	period  time.Duration
-	closed  bool // Run returned: the collector is closed
+	closed  bool          // Run returned: the collector is closed
+	parked  *parkedReader // nil without off-CPU profiles (Config.Parked < 0)
+
+	exportMu sync.Mutex    // serializes the sink's calls: the loop's and the parked reader's
+	profiles atomic.Uint64 // profiles handed to the sink
 
 	published atomic.Pointer[Stats] // Stats as of the loop's last turn, for Published
 }
@@ -141,6 +157,12 @@ type proc struct {
 	tids *target.NSTIDs     // the threads' ids in the process's PID namespace
 	vdso *target.VDSO
 	b    *pprofout.Builder
+	mem  target.Mem
+	reg  *lineageabi.Registry // its label layout; nil without lineage
+	// labels are the label sets read in this drain, by address: a set is
+	// not changed once made, but its memory may be another's once freed,
+	// so what was read is kept for one drain only.
+	labels map[uint64][]lineageabi.Label
 }
 
 const (
@@ -168,11 +190,17 @@ func New(cfg Config, sink Sink) (*Agent, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
 	}
+	if cfg.Parked == 0 {
+		cfg.Parked = DefaultParked
+	}
 	if cfg.Hz < 0 || cfg.Hz > 10000 {
 		return nil, fmt.Errorf("agent: sampling rate %d Hz (want 1 to 10000)", cfg.Hz)
 	}
 	if cfg.Interval < 100*time.Millisecond {
 		return nil, fmt.Errorf("agent: interval %v (want at least 100ms)", cfg.Interval)
+	}
+	if cfg.Parked > 0 && cfg.Parked < 10*time.Millisecond {
+		return nil, fmt.Errorf("agent: parked goroutines every %v (want at least 10ms)", cfg.Parked)
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -182,8 +210,12 @@ func New(cfg Config, sink Sink) (*Agent, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	return &Agent{cfg: cfg, sink: sink, c: c, exes: newExeCache(cfg.Upstream), procs: map[int]*proc{}, pending: map[int]time.Time{},
-		self: os.Getpid(), host: host, period: time.Second / time.Duration(cfg.Hz)}, nil
+	a := &Agent{cfg: cfg, sink: sink, c: c, exes: newExeCache(cfg.Upstream), procs: map[int]*proc{}, pending: map[int]time.Time{},
+		self: os.Getpid(), host: host, period: time.Second / time.Duration(cfg.Hz)}
+	if cfg.Parked > 0 {
+		a.parked = newParkedReader(a)
+	}
+	return a, nil
 }
 
 // Stats returns the agent's counts. It must be called from the goroutine
@@ -191,6 +223,10 @@ func New(cfg Config, sink Sink) (*Agent, error) {
 func (a *Agent) Stats() Stats {
 	st := a.stats
 	st.Targets = len(a.procs)
+	st.Profiles = a.profiles.Load()
+	if r := a.parked; r != nil {
+		st.ParkedReads, st.ParkedSlow, st.ParkedFailed = r.reads.Load(), r.slow.Load(), r.failed.Load()
+	}
 	if !a.closed {
 		st.Lost = a.c.Lost()
 	}
@@ -224,6 +260,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	// truncated after its last process exited faults, and guard turns that
 	// into an error about that process.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if a.parked != nil {
+		go a.parked.run(ctx)
+	}
 	a.scan()
 	next := time.Now().Add(a.cfg.Interval)
 	retry := time.Now().Add(pendingRetry)
@@ -269,13 +308,19 @@ func pollInterval(hz, ncpu int) time.Duration {
 
 // drain handles the events the program wrote up to now, without waiting.
 func (a *Agent) drain(now time.Time) error {
-	for {
+	for first := true; ; {
 		e, err := a.c.Read(now)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("agent: reading the ring buffer: %w", err)
+		}
+		if first {
+			first = false
+			for _, p := range a.procs {
+				clear(p.labels)
+			}
 		}
 		switch {
 		case e.Flags&ebpf.FlagExec != 0:
@@ -310,9 +355,31 @@ func (a *Agent) sample(e *ebpf.Event) {
 			a.stats.Malformed++
 		default:
 			s.Goid, s.Lineage = goid, chain
+			s.Labels = a.labelSet(p, e.Labels)
 		}
 	}
 	p.b.Add(s)
+}
+
+// labelSet returns the pprof labels of the label set at addr (a g.labels
+// the program read with a sample's record) of target p.
+func (a *Agent) labelSet(p *proc, addr uint64) []lineageabi.Label {
+	if addr == 0 || p.reg == nil {
+		return nil
+	}
+	if ls, ok := p.labels[addr]; ok {
+		return ls
+	}
+	ls, err := p.reg.ReadLabels(p.mem, addr)
+	if err != nil {
+		a.stats.NoLabels++ // freed and reused, or the process is exiting
+		ls = nil
+	}
+	if p.labels == nil {
+		p.labels = map[uint64][]lineageabi.Label{}
+	}
+	p.labels[addr] = ls
+	return ls
 }
 
 // scan considers every process running when the agent starts.
@@ -354,8 +421,15 @@ func (a *Agent) stop(pid int, why string) {
 	if err := a.c.RemoveTarget(pid); err != nil {
 		fmt.Fprintf(a.cfg.Log, "golineage agent: %v\n", err)
 	}
+	var out []Profile
 	if prof := a.profile(p); prof != nil {
-		a.export([]Profile{{Process: p.info, Profile: prof, Final: true}})
+		out = append(out, Profile{Process: p.info, Profile: prof, Final: true})
+	}
+	if len(out) > 0 {
+		a.export(out)
+	}
+	if a.parked != nil && p.h != nil {
+		a.parked.cmds <- parkedCmd{stop: pid}
 	}
 	delete(a.procs, pid)
 	a.exes.release(p.exe)
@@ -396,7 +470,7 @@ func (a *Agent) consider(pid int, since time.Time) {
 		return
 	case upstream:
 		a.stats.Upstream++
-		if x.refs == 0 {
+		if x.verdict {
 			return // not profiled (Config.Upstream)
 		}
 	}
@@ -426,15 +500,19 @@ func (a *Agent) start(pid int, x *exe) error {
 	mem := target.ProcMem(pid)
 	var tc ebpf.Target
 	var h *lineageabi.Header
+	var reg *lineageabi.Registry
 	if x.abi != nil {
 		if h, err = x.abi.LoadHeader(mem, bias); err != nil {
+			return err
+		}
+		if reg, err = h.Registry(); err != nil {
 			return err
 		}
 		tc = Target(x.abi.Static, h)
 	}
 	info := a.describe(pid, x)
 	info.Lineage = x.abi != nil
-	p := &proc{info: info, exe: x, bias: bias, h: h, tids: target.NewNSTIDs(pid)}
+	p := &proc{info: info, exe: x, bias: bias, h: h, tids: target.NewNSTIDs(pid), mem: mem, reg: reg}
 	p.vdso, _ = target.ReadVDSO(pid, mem) // without one, its frames stay unnamed
 	p.b = a.newBuilder(p)
 	if err := a.c.AddTarget(pid, tc); err != nil {
@@ -442,6 +520,12 @@ func (a *Agent) start(pid int, x *exe) error {
 	}
 	a.procs[pid] = p
 	a.stats.Started++
+	// A process with GODEBUG=lineage=0 publishes no registry: it gets an
+	// on-CPU profile only.
+	if a.parked != nil && h != nil && h.Flags&lineageabi.FlagRegistry != 0 && h.Flags&lineageabi.FlagRecords != 0 {
+		a.exes.retain(x)
+		a.parked.cmds <- parkedCmd{start: &parkedTarget{info: info, x: x, bias: bias}}
+	}
 	fmt.Fprintf(a.cfg.Log, "golineage agent: profiling process %d (%s, %s)\n", pid, info.ServiceName, info.ExePath)
 	return nil
 }
@@ -456,13 +540,18 @@ func (a *Agent) newBuilder(p *proc) *pprofout.Builder {
 // executable's header h and the run-time fields of rt, the header as the
 // process's memory holds it.
 func Target(h, rt *lineageabi.Header) ebpf.Target {
-	return ebpf.Target{
+	t := ebpf.Target{
 		Lineage: rt.Flags&lineageabi.FlagRecords != 0,
 		TLSG:    rt.Flags&lineageabi.FlagTLSG != 0, TLSGOffset: rt.TLSGOffset,
 		OffGM: h.OffGM, OffMRegion: h.OffMRegion,
 		OffRegionSeq: h.OffRegionSeq, OffRegionTid: h.OffRegionTid, OffRegionCur: h.OffRegionCur,
 		OffRecSeq: h.OffRecSeq, RecordSize: rt.RecordSize,
 	}
+	// The registry's flag is a run-time field: the file's header has none.
+	if r, err := rt.Registry(); err == nil && r != nil && r.LabelSize != 0 {
+		t.Labels, t.OffRecG, t.OffGLabels = true, h.OffRecG, r.OffGLabels
+	}
+	return t
 }
 
 // flush hands every target's profile of the interval to the sink and
@@ -491,6 +580,20 @@ func (a *Agent) flush(final bool) {
 	if len(out) > 0 {
 		a.export(out)
 	}
+	if a.parked != nil {
+		if final {
+			// The reader exports its last profiles, then lets go of
+			// the processes and their executables.
+			close(a.parked.cmds)
+			<-a.parked.done
+		} else {
+			a.parked.cmds <- parkedCmd{flush: true}
+		}
+	}
+	// The executables' pages read this interval (symbols, the parked
+	// goroutines' walks) are the page cache's: let them go from the
+	// agent's resident set, which then counts what it holds itself.
+	a.exes.releasePages()
 	st := a.Stats()
 	fmt.Fprintf(a.cfg.Log, "golineage agent: %d targets, %d samples (%d lost, %d without lineage), %d profiles; skipped %d upstream Go and %d other processes\n",
 		st.Targets, st.Samples, st.Lost, st.Torn+st.Malformed, st.Profiles, st.Upstream, st.NotGo)
@@ -525,8 +628,12 @@ func guard(f func()) (err error) {
 	return nil
 }
 
+// export hands ps to the sink; the sampling loop and the parked reader
+// call it.
 func (a *Agent) export(ps []Profile) {
-	a.stats.Profiles += uint64(len(ps))
+	a.exportMu.Lock()
+	defer a.exportMu.Unlock()
+	a.profiles.Add(uint64(len(ps)))
 	a.sink.Export(ps)
 }
 

@@ -12,7 +12,8 @@ import (
 
 // DirSink writes each profile to a pprof file of its own in Dir, named by
 // the process's service name, its PID and the profile's start time
-// (SERVICE.PID.20060102T150405Z.pb.gz): for users without a Collector. A
+// (SERVICE.PID.20060102T150405Z.pb.gz, and .offcpu.pb.gz for the off-CPU
+// profile): for users without a Collector. A
 // file appears whole (written aside, then renamed); a write that fails is
 // reported on Log and the profile dropped.
 type DirSink struct {
@@ -33,7 +34,11 @@ func (d *DirSink) Export(ps []Profile) {
 
 func (d *DirSink) write(p Profile) error {
 	start := time.Unix(0, p.Profile.TimeNanos).UTC().Format("20060102T150405Z")
-	name := fmt.Sprintf("%s.%d.%s.pb.gz", fileSafe(p.Process.ServiceName), p.Process.PID, start)
+	kind := ""
+	if p.OffCPU {
+		kind = ".offcpu"
+	}
+	name := fmt.Sprintf("%s.%d.%s%s.pb.gz", fileSafe(p.Process.ServiceName), p.Process.PID, start, kind)
 	f, err := os.CreateTemp(d.Dir, "."+name+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("writing a profile: %w", err)

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 
 	"fpsafe.dev/misc/golineage/internal/pprofout"
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/lineageabi"
+	"fpsafe.dev/misc/internal/stack"
 )
 
 // exe is an executable file, opened once for all the processes that run
@@ -20,7 +22,8 @@ type exe struct {
 	bin                   *gobin.Binary
 	abi                   *lineageabi.ABI // nil for a Go program built without the ABI
 	gnuBuildID, goBuildID string
-	refs                  int // 0 for a verdict
+	refs                  int  // 0 for a verdict
+	verdict               bool // not profiled: only key and kind are set
 }
 
 type exeKind int
@@ -42,7 +45,12 @@ type exeKey struct {
 // exeCache holds the executables of the targets, and the verdicts on the
 // files that are not to be profiled (not Go, or without the ABI), so that
 // processes that exec them over and over cost a stat each.
+//
+// The sampling loop opens and releases executables; the off-CPU reader
+// (parkedReader) holds references of its own and releases them from its
+// goroutine: mu guards the maps and the counts.
 type exeCache struct {
+	mu       sync.Mutex
 	open_    map[exeKey]*exe
 	verdicts map[exeKey]*exe // bin closed: a file not to profile
 	upstream bool            // Go programs without the ABI are profiled
@@ -77,6 +85,8 @@ func (c *exeCache) open(pid int) (*exe, error) {
 		return nil, fmt.Errorf("%s: no file identity", path)
 	}
 	key := exeKey{dev: st.Dev, ino: st.Ino, ctimeSec: st.Ctim.Sec, ctimeNsec: st.Ctim.Nsec}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if x := c.verdicts[key]; x != nil {
 		return x, nil
 	}
@@ -110,6 +120,11 @@ func (c *exeCache) open(pid int) (*exe, error) {
 	if name, err := os.Readlink(path); err == nil {
 		bin.Path = name
 	}
+	// The agent walks stacks only from the BPF program's samples (the
+	// kernel's frame-pointer walk, repaired at the innermost frame) and
+	// from parked goroutines' saved registers, by frame pointers: it
+	// needs no SFrame table.
+	stack.WithoutTable(bin)
 	x.bin, x.abi = bin, abi
 	x.gnuBuildID, x.goBuildID = pprofout.BuildIDs(bin.ELF)
 	c.open_[key] = x
@@ -120,14 +135,23 @@ func (c *exeCache) verdict(x *exe) {
 	if len(c.verdicts) >= maxVerdicts {
 		clear(c.verdicts)
 	}
-	x.refs = 0
+	x.refs, x.verdict = 0, true
 	c.verdicts[x.key] = x
+}
+
+// retain adds a reference to x, an open executable.
+func (c *exeCache) retain(x *exe) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	x.refs++
 }
 
 // release drops a reference to x, and closes its file after the last.
 func (c *exeCache) release(x *exe) {
-	if x.refs == 0 {
-		return // a verdict
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if x.verdict {
+		return
 	}
 	if x.refs--; x.refs == 0 {
 		x.bin.Close()
@@ -136,4 +160,18 @@ func (c *exeCache) release(x *exe) {
 }
 
 // len returns how many executables are open.
-func (c *exeCache) len() int { return len(c.open_) }
+func (c *exeCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.open_)
+}
+
+// releasePages lets the pages of the open executables' mappings go from
+// the agent's resident set (gobin.Binary.ReleaseMapped).
+func (c *exeCache) releasePages() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, x := range c.open_ {
+		x.bin.ReleaseMapped()
+	}
+}

@@ -77,6 +77,11 @@ type Target struct {
 	OffGM, OffMRegion                        uint32
 	OffRegionSeq, OffRegionTid, OffRegionCur uint32
 	OffRecSeq, RecordSize                    uint32
+	// Labels reads, with each record, the pprof label set pointer
+	// (Event.Labels) of the record's goroutine: OffRecG and OffGLabels are
+	// the header's off_rec_g and off_g_labels.
+	Labels              bool
+	OffRecG, OffGLabels uint32
 }
 
 // targetValue is struct target of lineage.bpf.c: a value of the targets map.
@@ -86,12 +91,14 @@ type targetValue struct {
 	OffRegionSeq, OffRegionTid, OffRegionCur uint32
 	OffRecSeq, RecordSize                    uint32
 	TLSGOffset                               int64
+	OffRecG, OffGLabels                      uint32
 }
 
 // The flags of struct target.
 const (
 	targetLineage = 1
 	targetTLSG    = 2
+	targetLabels  = 4
 )
 
 // MaxTargets is how many processes the program can sample at once.
@@ -232,6 +239,10 @@ func (c *Collector) AddTarget(tgid int, t Target) error {
 		OffGM: t.OffGM, OffMRegion: t.OffMRegion,
 		OffRegionSeq: t.OffRegionSeq, OffRegionTid: t.OffRegionTid, OffRegionCur: t.OffRegionCur,
 		OffRecSeq: t.OffRecSeq, RecordSize: t.RecordSize, TLSGOffset: t.TLSGOffset,
+		OffRecG: t.OffRecG, OffGLabels: t.OffGLabels,
+	}
+	if t.Labels {
+		v.Flags |= targetLabels
 	}
 	if t.Lineage {
 		v.Flags |= targetLineage

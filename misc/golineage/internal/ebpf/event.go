@@ -11,7 +11,7 @@ const (
 	stackWords = 8
 	maxRecord  = 4096
 
-	offStack  = 152
+	offStack  = 160
 	offRecord = offStack + 8*maxFrames
 	eventSize = offRecord + 2*maxRecord // the program's buffer is twice the largest record
 )
@@ -44,6 +44,7 @@ type Event struct {
 	PC, SP, FP, FSBase uint64             // the thread's user registers
 	Words              [stackWords]uint64 // the words at SP upward (zero if unreadable)
 	RegionTID, Cur     uint64             // the region's tid and the record address copied
+	Labels             uint64             // the record's goroutine's pprof label set (g.labels), if Target.Labels
 	Seq1, Seq2         uint64             // the record's seq before and after the copy
 	Stack              []uint64           // return addresses by frame pointers, PC first
 	StackErr           int64              // bpf_get_stack's error (a negative errno), or 0
@@ -82,6 +83,7 @@ func Decode(b []byte) (*Event, error) {
 		}
 	}
 	e.TGID = le.Uint32(b[148:])
+	e.Labels = u64(152)
 	rb := le.Uint32(b[144:])
 	if rb > maxRecord {
 		return nil, fmt.Errorf("ebpf event: record of %d bytes", rb)

@@ -102,6 +102,7 @@ struct event {
 	__s64 stack_bytes; // bpf_get_stack's result: bytes, or -errno
 	__u32 record_bytes;
 	__u32 tgid;
+	__u64 labels; // the record's goroutine's g.labels, read with the record
 	__u64 stack[MAX_FRAMES];
 	// Twice MAX_RECORD: the copy is split at a page boundary (see
 	// copy_record) and the verifier bounds the two parts separately.
@@ -128,15 +129,18 @@ struct proc_event *proc_event_layout __attribute__((unused));
 // TARGET_LINEAGE for GOLINEAGE_FLAG_RECORDS and TARGET_TLS_G for
 // GOLINEAGE_FLAG_TLS_G. They are run-time values: the header's offsets, not
 // today's GOLINEAGE_DEFAULT_* layout, are the ABI, and record_size and
-// tls_g_offset are [rt] fields.
+// tls_g_offset are [rt] fields. With TARGET_LABELS, off_g_labels is the
+// registry's field of that name (the g's pprof label set).
 #define TARGET_LINEAGE 1 // the target publishes records
 #define TARGET_TLS_G 2   // g at fsbase+tls_g_offset; else in r14
+#define TARGET_LABELS 4  // read the record's goroutine's g.labels
 struct target {
 	__u32 flags;
 	__u32 off_g_m, off_m_region;
 	__u32 off_region_seq, off_region_tid, off_region_cur;
 	__u32 off_rec_seq, record_size;
 	__s64 tls_g_offset;
+	__u32 off_rec_g, off_g_labels;
 };
 
 struct {
@@ -222,6 +226,15 @@ static void copy_lineage(struct event *e, const struct target *t, __u64 g)
 		e->record_bytes = copy_record(e, cur, n);
 		if (e->record_bytes == 0)
 			return;
+		// The labels of the goroutine the record is of (not of g, which
+		// may be g0), as the runtime's CPU profiler takes m.curg's: read
+		// before seq2, so that the record's g is the one checked.
+		e->labels = 0;
+		if (t->flags & TARGET_LABELS) {
+			__u64 rg = user_word(cur + t->off_rec_g);
+			if (rg)
+				e->labels = user_word(rg + t->off_g_labels);
+		}
 		e->seq2 = user_word(cur + t->off_rec_seq);
 		if (e->seq2 == s1 && user_word(region + t->off_region_cur) == cur) {
 			e->flags |= EV_RECORD;
@@ -248,6 +261,7 @@ int sample(void *ctx)
 	e->region_tid = e->cur = e->seq1 = e->seq2 = 0;
 	e->record_bytes = 0;
 	e->tgid = tgid;
+	e->labels = 0;
 
 	// The user registers, also when the sample hit in the kernel: those the
 	// entry code saved (task_pt_regs), as bpf_get_stack's user walk uses.

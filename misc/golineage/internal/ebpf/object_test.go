@@ -84,7 +84,7 @@ func TestEventLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLayout(t, spec, "event", eventSize, map[string]uint32{"tid": 0, "flags": 4, "ip": 8, "sp": 16, "bp": 24, "fsbase": 32, "words": 40,
-		"region_tid": 104, "cur": 112, "seq1": 120, "seq2": 128, "stack_bytes": 136, "record_bytes": 144, "tgid": 148, "stack": offStack, "record": offRecord})
+		"region_tid": 104, "cur": 112, "seq1": 120, "seq2": 128, "stack_bytes": 136, "record_bytes": 144, "tgid": 148, "labels": 152, "stack": offStack, "record": offRecord})
 	checkLayout(t, spec, "proc_event", procEventSize, map[string]uint32{"tid": 0, "flags": 4, "tgid": 8})
 	if n := spec.Maps["events"].MaxEntries; n != ringBytes {
 		t.Errorf("the ring buffer is %d bytes, event.go says %d", n, ringBytes)

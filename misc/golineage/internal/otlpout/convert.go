@@ -237,17 +237,24 @@ func (t *dict) attr(k attrKey, set func(pcommon.Value)) int32 {
 	return i
 }
 
-// profile fills np from the pprof profile p: the first sample type (the
-// count of samples) with p's period; labels become attributes.
+// profile fills np from the pprof profile p: its default sample type, else
+// the first (the count of samples), with p's period; labels become
+// attributes.
 func (t *dict) profile(np pprofile.Profile, p *profile.Profile) {
 	var id pprofile.ProfileID
 	rand.Read(id[:])
 	np.SetProfileID(id)
 	np.SetTime(pcommon.Timestamp(p.TimeNanos))
 	np.SetDurationNano(uint64(p.DurationNanos))
+	vi := 0
+	for i, st := range p.SampleType {
+		if st.Type == p.DefaultSampleType {
+			vi = i
+		}
+	}
 	if len(p.SampleType) > 0 {
-		np.SampleType().SetTypeStrindex(t.str(p.SampleType[0].Type))
-		np.SampleType().SetUnitStrindex(t.str(p.SampleType[0].Unit))
+		np.SampleType().SetTypeStrindex(t.str(p.SampleType[vi].Type))
+		np.SampleType().SetUnitStrindex(t.str(p.SampleType[vi].Unit))
 	}
 	if p.PeriodType != nil {
 		np.PeriodType().SetTypeStrindex(t.str(p.PeriodType.Type))
@@ -255,12 +262,12 @@ func (t *dict) profile(np pprofile.Profile, p *profile.Profile) {
 	}
 	np.SetPeriod(p.Period)
 	for _, s := range p.Sample {
-		if len(s.Value) == 0 {
+		if len(s.Value) <= vi {
 			continue
 		}
 		ns := np.Samples().AppendEmpty()
 		ns.SetStackIndex(t.stack(s.Location))
-		ns.Values().Append(s.Value[0])
+		ns.Values().Append(s.Value[vi])
 		for _, k := range slices.Sorted(maps.Keys(s.NumLabel)) {
 			key := k
 			switch k {

@@ -16,10 +16,13 @@ type ReadProcess struct {
 }
 
 // ReadSample is one sample: its frames' function names, innermost first
-// (the lines of an inlined call each), its value and its attributes.
+// (the lines of an inlined call each), its value, its profile's sample
+// type ("samples" on CPU, "off_cpu" for parked goroutines) and its
+// attributes.
 type ReadSample struct {
 	Funcs []string
 	Value int64
+	Type  string
 	Attrs map[string]any
 }
 
@@ -56,12 +59,16 @@ func Read(pd pprofile.Profiles) ([]ReadProcess, error) {
 		for _, sp := range rp.ScopeProfiles().All() {
 			for _, prof := range sp.Profiles().All() {
 				p.Profiles++
+				typ, err := str(prof.SampleType().TypeStrindex())
+				if err != nil {
+					return nil, err
+				}
 				for _, s := range prof.Samples().All() {
 					si := s.StackIndex()
 					if si < 0 || int(si) >= d.StackTable().Len() {
 						return nil, fmt.Errorf("stack index %d of %d", si, d.StackTable().Len())
 					}
-					rs := ReadSample{}
+					rs := ReadSample{Type: typ}
 					for _, li := range d.StackTable().At(int(si)).LocationIndices().All() {
 						if li < 0 || int(li) >= d.LocationTable().Len() {
 							return nil, fmt.Errorf("location index %d of %d", li, d.LocationTable().Len())

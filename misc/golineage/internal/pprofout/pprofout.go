@@ -18,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"fpsafe.dev/misc/internal/gobin"
+	"fpsafe.dev/misc/internal/lineageabi"
 	"fpsafe.dev/misc/internal/stack"
 	"fpsafe.dev/misc/internal/target"
 )
@@ -29,6 +30,9 @@ type Sample struct {
 	PCs     []uint64 // PCs[0] exact, the rest return addresses
 	Lineage []stack.Ancestor
 	State   string // what a goroutine not on a thread was doing (wall profiles)
+	// Labels are the goroutine's pprof labels (runtime/pprof.Do), in its
+	// label set's order; they become the profile sample's string labels.
+	Labels []lineageabi.Label
 
 	// The builder that AddShared gave this sample to, and its index there.
 	owner *Builder
@@ -58,6 +62,10 @@ type Builder struct {
 	// on-CPU one, typed as Go's CPU profiles are (samples/count,
 	// cpu/nanoseconds), so that pprof shows "Type: cpu".
 	Wall bool
+	// OffCPU makes an off-CPU profile (samples/count,
+	// off_cpu/nanoseconds, the latter the default sample type): parked
+	// goroutines, each sample standing for the time it was seen parked.
+	OffCPU bool
 	// VDSO, if set, names the frames in the target's vDSO (time.Now's
 	// clock_gettime), which are in no file, and gives them a mapping.
 	VDSO *target.VDSO
@@ -99,6 +107,7 @@ func (b *Builder) add(s Sample, n int64, d time.Duration) int {
 	if !ok {
 		i = len(b.samples)
 		b.index[k] = i
+		s.owner = nil // the copy kept is no caller's shared sample: it must not hold another builder
 		b.samples = append(b.samples, s)
 		b.counts = append(b.counts, 0)
 		b.nanos = append(b.nanos, 0)
@@ -127,6 +136,10 @@ func (b *Builder) AddSharedN(s *Sample, n int64, d time.Duration) {
 	b.nanos[s.index] += d.Nanoseconds()
 }
 
+// Key is what makes two samples the same in every output: samples with
+// equal keys are one in a profile, with their counts summed.
+func (s *Sample) Key() string { return sampleKey(*s) }
+
 // sampleKey is what makes two samples the same in every output.
 func sampleKey(s Sample) string {
 	k := make([]byte, 0, 8*(4+len(s.PCs)+3*len(s.Lineage))+len(s.State))
@@ -145,6 +158,13 @@ func sampleKey(s Sample) string {
 			u(pc)
 		}
 	}
+	for _, l := range s.Labels {
+		u(uint64(len(l.Key)))
+		k = append(k, l.Key...)
+		u(uint64(len(l.Value)))
+		k = append(k, l.Value...)
+	}
+	u(uint64(len(s.Labels)))
 	return string(append(k, s.State...))
 }
 
@@ -198,17 +218,21 @@ func (b *Builder) stitched(s Sample) []logical {
 
 // Profile builds the pprof profile.
 func (b *Builder) Profile() *profile.Profile {
-	kind := "cpu"
-	if b.Wall {
+	kind, def := "cpu", ""
+	switch {
+	case b.OffCPU:
+		kind, def = "off_cpu", "off_cpu"
+	case b.Wall:
 		kind = "wall"
 	}
 	p := &profile.Profile{
-		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: kind, Unit: "nanoseconds"}},
-		PeriodType:    &profile.ValueType{Type: kind, Unit: "nanoseconds"},
-		Period:        b.period.Nanoseconds(),
-		TimeNanos:     b.start.UnixNano(),
-		DurationNanos: time.Since(b.start).Nanoseconds(),
-		Comments:      b.Comments,
+		SampleType:        []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: kind, Unit: "nanoseconds"}},
+		PeriodType:        &profile.ValueType{Type: kind, Unit: "nanoseconds"},
+		Period:            b.period.Nanoseconds(),
+		TimeNanos:         b.start.UnixNano(),
+		DurationNanos:     time.Since(b.start).Nanoseconds(),
+		Comments:          b.Comments,
+		DefaultSampleType: def,
 	}
 	// The executable's text is the main mapping: pprof names the binary
 	// by it (else "Main binary filename not available") and finds its
@@ -264,8 +288,14 @@ func (b *Builder) Profile() *profile.Profile {
 		if s.Goid != 0 {
 			ps.NumLabel["goroutine"] = []int64{int64(s.Goid)}
 		}
+		if s.State != "" || len(s.Labels) > 0 {
+			ps.Label = map[string][]string{}
+		}
 		if s.State != "" {
-			ps.Label = map[string][]string{"state": {s.State}}
+			ps.Label["state"] = []string{s.State}
+		}
+		for _, l := range s.Labels {
+			ps.Label[l.Key] = append(ps.Label[l.Key], l.Value)
 		}
 		p.Sample = append(p.Sample, ps)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"fpsafe.dev/misc/internal/gobin/gobintest"
+	"fpsafe.dev/misc/internal/lineageabi"
 )
 
 // TestAggregate: identical samples are kept once with their count, and
@@ -91,6 +92,53 @@ func TestSampleTypes(t *testing.T) {
 		if len(p.SampleType) != 2 || p.SampleType[0].Type != "samples" || p.SampleType[0].Unit != "count" ||
 			p.SampleType[1].Type != want || p.SampleType[1].Unit != "nanoseconds" || p.PeriodType.Type != want {
 			t.Errorf("Wall=%v: sample types %v, period type %v; want samples/count, %s/nanoseconds", wall, p.SampleType, p.PeriodType, want)
+		}
+	}
+}
+
+// TestOffCPULabels: an off-CPU profile is typed off_cpu/nanoseconds, its
+// default; samples that differ only in their pprof labels stay apart, and
+// the labels become the pprof sample's string labels beside its state.
+func TestOffCPULabels(t *testing.T) {
+	b := New(gobintest.OpenSelf(t), 0, time.Second)
+	b.OffCPU = true
+	lab := func(v string) []lineageabi.Label { return []lineageabi.Label{{Key: "pool", Value: v}} }
+	b.AddSharedN(&Sample{PCs: []uint64{0x1000}, State: "chan receive", Labels: lab("a")}, 2, 3*time.Second)
+	b.AddSharedN(&Sample{PCs: []uint64{0x1000}, State: "chan receive", Labels: lab("b")}, 1, time.Second)
+	b.AddSharedN(&Sample{PCs: []uint64{0x1000}, State: "chan receive", Labels: lab("a")}, 1, time.Second)
+	p := b.Profile()
+	if p.DefaultSampleType != "off_cpu" || p.SampleType[1].Type != "off_cpu" || p.PeriodType.Type != "off_cpu" {
+		t.Errorf("types %v %v, default %q", p.SampleType, p.PeriodType, p.DefaultSampleType)
+	}
+	got := map[string][]int64{}
+	for _, s := range p.Sample {
+		if len(s.Label["state"]) != 1 || s.Label["state"][0] != "chan receive" || len(s.Label["pool"]) != 1 {
+			t.Fatalf("sample labels %v", s.Label)
+		}
+		got[s.Label["pool"][0]] = s.Value
+	}
+	if len(got) != 2 || got["a"][0] != 3 || got["a"][1] != int64(4*time.Second) || got["b"][0] != 1 {
+		t.Errorf("samples by pool label %v; want a: 3 for 4s, b: 1", got)
+	}
+}
+
+// TestSharedAcrossBuilders: a shared sample added to one builder, then to
+// the next (a parked goroutine's, from interval to interval), is counted in
+// each, and the next does not keep the previous alive through it.
+func TestSharedAcrossBuilders(t *testing.T) {
+	bin := gobintest.OpenSelf(t)
+	s := &Sample{Goid: 1, PCs: []uint64{0x1000}}
+	b1 := New(bin, 0, time.Millisecond)
+	b1.AddShared(s)
+	b2 := New(bin, 0, time.Millisecond)
+	b2.AddShared(s)
+	b2.AddShared(s)
+	if b1.Len() != 1 || b2.Len() != 2 {
+		t.Errorf("counts %d and %d, want 1 and 2", b1.Len(), b2.Len())
+	}
+	for i, kept := range b2.samples {
+		if kept.owner != nil {
+			t.Errorf("the second builder's sample %d holds a builder (%p; the first is %p)", i, kept.owner, b1)
 		}
 	}
 }
