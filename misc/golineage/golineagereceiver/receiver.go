@@ -13,7 +13,7 @@
 //	  golineage:
 //	    hz: 19          # on-CPU samples a second of each CPU
 //	    interval: 10s   # time each profile covers
-//	    parked: 1s      # how often parked goroutines are read (0: no off-CPU profile)
+//	    parked: 10s     # how often parked goroutines are read (0: no off-CPU profile)
 //	    upstream: false # also profile Go programs without the lineage ABI
 //	exporters:
 //	  otlp_grpc:

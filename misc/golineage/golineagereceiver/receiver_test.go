@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"fpsafe.dev/misc/golineage/internal/agent"
 	"fpsafe.dev/misc/golineage/internal/ebpf"
 	"fpsafe.dev/misc/golineage/internal/otlpout"
 	"fpsafe.dev/misc/internal/gobin"
@@ -26,7 +27,7 @@ func TestConfig(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
-	if off := *cfg; off.Parked != time.Second || func() error { off.Parked = 0; return off.Validate() }() != nil {
+	if off := *cfg; off.Parked != agent.DefaultParked || func() error { off.Parked = 0; return off.Validate() }() != nil {
 		t.Errorf("default parked %v, or parked 0 (no off-CPU profile) refused", cfg.Parked)
 	}
 	for _, bad := range []func(c *Config){

@@ -407,7 +407,7 @@ func TestCollector(t *testing.T) {
 	upP := startProc(t, []string{"OTEL_SERVICE_NAME=upstream"}, upstream)
 	other := startProc(t, nil, "sleep", "600")
 
-	agent := startProc(t, nil, agentBin, "agent", "-otlp", addr, "-otlp-insecure", "-hz", "99", "-interval", "1s")
+	agent := startProc(t, nil, agentBin, "agent", "-otlp", addr, "-otlp-insecure", "-hz", "99", "-interval", "1s", "-parked", "1s")
 	agentStart := time.Now()
 	agent.waitLine(t, fmt.Sprintf("profiling process %d (tree,", treeP.pid()), 10*time.Second)
 	got := waitProfiles(t, backend, 30*time.Second, treeP.pid(), nsPID, labelsP.pid())
@@ -499,7 +499,7 @@ func TestCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer backend2.Close()
-	col = collector(t, colBin, pipeline("golineage", "    hz: 99\n    interval: 1s", backend2.Addr), "")
+	col = collector(t, colBin, pipeline("golineage", "    hz: 99\n    interval: 1s\n    parked: 1s", backend2.Addr), "")
 	got = waitProfiles(t, backend2, 30*time.Second, treeP.pid(), nsPID)
 	if res := got[int64(treeP.pid())][0].Resource; res["service.name"] != "tree" {
 		t.Errorf("through the receiver: resource %v", res)

@@ -71,7 +71,7 @@ type Config struct {
 const (
 	DefaultHz       = 19
 	DefaultInterval = 10 * time.Second
-	DefaultParked   = time.Second
+	DefaultParked   = 10 * time.Second
 )
 
 // Process describes a profiled process: the resource its profiles come
