@@ -59,8 +59,6 @@ func runCollector(t *profTarget, pf profileFlags, b *pprofout.Builder) error {
 	switch name {
 	case "ebpf":
 		return run.sample(pf, b)
-	case "bpf":
-		return sampleBPF(t, pf, b)
 	}
 	return samplePtrace(t, pf, b)
 }

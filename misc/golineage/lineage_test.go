@@ -128,12 +128,10 @@ func TestLineageCrossCheck(t *testing.T) {
 		}
 	})
 
-	for _, collector := range []string{"ptrace", "bpf"} {
+	for _, collector := range []string{"ptrace", "ebpf"} {
 		t.Run("profile-"+collector, func(t *testing.T) {
-			if collector == "bpf" {
-				if err := bpfAvailable(); err != nil {
-					t.Skipf("skipping: %v", err)
-				}
+			if collector == "ebpf" {
+				requireEBPF(t)
 			}
 			pb := filepath.Join(t.TempDir(), "p.pb.gz")
 			_, stderr, code := tool(t, "profile", "-collector", collector, "-hz", "199", "-duration", "2s", "-o", pb, fmt.Sprint(p.pid()))

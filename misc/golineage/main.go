@@ -13,7 +13,7 @@
 //	golineage waits [-json] [-stats] [-stop] [-func REGEXP] [-goid N]
 //		[-state S] PID | --core CORE EXE
 //	golineage profile [-consistent] [-native] [-running] [-stats] [-wall]
-//		[-collector ebpf|ptrace|bpf] [-duration D]
+//		[-collector ebpf|ptrace] [-duration D]
 //		[-format pprof|folded|svg] [-hz N] [-o FILE] PID
 //	golineage agent [-otlp-insecure] [-upstream] [-duration D] [-hz N]
 //		[-interval D] [-metrics ADDR] [-o DIR] [-otlp ENDPOINT]

@@ -554,16 +554,11 @@ func TestProfileNative(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	time.Sleep(200 * time.Millisecond)
 	pid := fmt.Sprint(cmd.Process.Pid)
-	for _, mode := range []string{"ptrace", "ptrace-consistent", "bpf", "ebpf"} {
+	for _, mode := range []string{"ptrace", "ptrace-consistent", "ebpf"} {
 		t.Run(mode, func(t *testing.T) {
 			collector, extra := mode, "-consistent=false"
 			if mode == "ptrace-consistent" {
 				collector, extra = "ptrace", "-consistent"
-			}
-			if collector == "bpf" {
-				if err := bpfAvailable(); err != nil {
-					t.Skipf("skipping: %v", err)
-				}
 			}
 			if collector == "ebpf" {
 				requireEBPF(t)

@@ -41,8 +41,9 @@ func runBusy(tb testing.TB, d time.Duration, sample bool, collector string) (flo
 	var stderr strings.Builder
 	if sample {
 		// Generous duration: sampling must cover the whole measured period,
-		// which starts only once the sampler is attached (bpftrace compiles
-		// its program first; that start-up is not what -hz costs).
+		// which starts only once the sampler is attached (the ebpf
+		// collector loads its program first; that start-up is not what -hz
+		// costs).
 		prof = exec.Command(toolBinary(tb), "profile", "-native", "-stats", "-collector", collector, "-hz", "99",
 			"-duration", (d + 30*time.Second).String(), "-o", tb.TempDir()+"/p.pb.gz", fmt.Sprint(cmd.Process.Pid))
 		pe, err := prof.StderrPipe()
@@ -124,12 +125,10 @@ func procCPU(tb testing.TB, pid int) time.Duration {
 //
 //	go test -run XXX -bench SamplingOverhead -benchtime 1x
 func BenchmarkSamplingOverhead(b *testing.B) {
-	for _, collector := range []string{"ptrace", "bpf"} {
+	for _, collector := range []string{"ptrace", "ebpf"} {
 		b.Run(collector, func(b *testing.B) {
-			if collector == "bpf" {
-				if err := bpfAvailable(); err != nil {
-					b.Skipf("skipping: %v", err)
-				}
+			if collector == "ebpf" {
+				requireEBPF(b)
 			}
 			var base, sampled, baseCPU, sampledCPU float64
 			var stop time.Duration

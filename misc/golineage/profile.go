@@ -45,7 +45,7 @@ func profileFlagSet(fl *flag.FlagSet) func(*invocation) error {
 	fl.DurationVar(&pf.duration, "duration", 10*time.Second, "how long to sample (`D`)")
 	fl.StringVar(&pf.out, "o", "", "output `FILE` (default golineage.pb.gz for pprof, standard output for folded and svg); written whole or not at all")
 	fl.StringVar(&pf.format, "format", "pprof", "output format, `pprof|folded|svg`: pprof, folded stacks (flame-graph scripts) or an SVG flame graph")
-	fl.StringVar(&pf.collector, "collector", "", "`ebpf|ptrace|bpf`: copy stacks in the kernel with a BPF program (ebpf; the default where the kernel allows it, else ptrace), stop threads from user space (ptrace), or copy stacks in the kernel with bpftrace (bpf)")
+	fl.StringVar(&pf.collector, "collector", "", "`ebpf|ptrace`: copy stacks in the kernel with a BPF program (ebpf; the default where the kernel allows it, else ptrace), or stop threads from user space (ptrace)")
 	fl.BoolVar(&pf.native, "native", false, "native stacks only (allowed for binaries without the lineage ABI)")
 	fl.BoolVar(&pf.running, "running", false, "keep only samples of threads that were running (a CPU profile)")
 	fl.BoolVar(&pf.stats, "stats", false, "print per-sample stop times and the sampling loop's CPU time to standard error")
@@ -71,11 +71,14 @@ func runProfile(inv *invocation, pf profileFlags) error {
 	if pf.format != "pprof" && pf.format != "folded" && pf.format != "svg" {
 		return inv.usage("-format %q: want pprof, folded or svg", pf.format)
 	}
-	if pf.collector != "" && pf.collector != "ebpf" && pf.collector != "ptrace" && pf.collector != "bpf" {
-		return inv.usage("-collector %q: want ebpf, ptrace or bpf", pf.collector)
+	if pf.collector == "bpf" {
+		return inv.usage("-collector bpf: the bpftrace collector was removed; the ebpf collector (-collector ebpf) samples in the kernel without bpftrace")
 	}
-	if pf.wall && (pf.collector == "bpf" || pf.native || pf.running) {
-		return inv.usage("-wall needs the ebpf or ptrace collector and the lineage ABI; it cannot be combined with -native or -running")
+	if pf.collector != "" && pf.collector != "ebpf" && pf.collector != "ptrace" {
+		return inv.usage("-collector %q: want ebpf or ptrace", pf.collector)
+	}
+	if pf.wall && (pf.native || pf.running) {
+		return inv.usage("-wall needs the lineage ABI; it cannot be combined with -native or -running")
 	}
 	if pf.consistent && pf.collector != "" && pf.collector != "ptrace" {
 		return inv.usage("-consistent needs the ptrace collector")
@@ -718,5 +721,3 @@ func reportStops(stderr io.Writer, stops []time.Duration) {
 	fmt.Fprintf(stderr, "golineage: %d samples; thread stop time per sample (summed over threads): mean %v, median %v, p99 %v, max %v\n",
 		len(s), sum/time.Duration(len(s)), s[len(s)/2], s[len(s)*99/100], s[len(s)-1])
 }
-
-var errNoBPF = errors.New("bpf collector unavailable")

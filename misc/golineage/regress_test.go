@@ -62,13 +62,11 @@ func TestUnwritableOutput(t *testing.T) {
 	}
 }
 
-// TestBPFNoticesExit: the bpf collector ends when the target exits and says
-// so, as the ptrace collector does, instead of running the full duration
-// and exiting 0 with nothing (issue 16 item 5).
-func TestBPFNoticesExit(t *testing.T) {
-	if err := bpfAvailable(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+// TestEBPFNoticesExit: the ebpf collector ends when the target exits and
+// says so, as the ptrace collector does, instead of running the full
+// duration and exiting 0 with nothing (issue 16 item 5).
+func TestEBPFNoticesExit(t *testing.T) {
+	requireEBPF(t)
 	cmd := exec.Command(fixture(t, "busy"))
 	cmd.Stdout = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -79,14 +77,14 @@ func TestBPFNoticesExit(t *testing.T) {
 	stderr := &watchWriter{want: "sampling started", seen: make(chan bool)}
 	code := make(chan int, 1)
 	go func() {
-		code <- cli([]string{"profile", "-native", "-stats", "-collector", "bpf", "-format", "folded", "-duration", "120s", "-o", out, fmt.Sprint(cmd.Process.Pid)}, io.Discard, stderr)
+		code <- cli([]string{"profile", "-native", "-stats", "-collector", "ebpf", "-format", "folded", "-duration", "120s", "-o", out, fmt.Sprint(cmd.Process.Pid)}, io.Discard, stderr)
 	}()
 	select {
 	case <-stderr.seen:
 	case c := <-code:
 		t.Fatalf("profile ended before sampling started: exit %d, stderr %q", c, stderr.String())
 	case <-time.After(100 * time.Second):
-		t.Fatal("bpf sampling did not start within 100s")
+		t.Fatal("ebpf sampling did not start within 100s")
 	}
 	time.Sleep(time.Second)
 	cmd.Process.Kill() // left a zombie: exited all the same

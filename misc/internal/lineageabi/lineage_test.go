@@ -216,33 +216,6 @@ func FuzzParseRecord(f *testing.F) {
 	})
 }
 
-func FuzzParseBpftrace(f *testing.F) {
-	f.Add("L R 2 77 30 1000 2000 2 1 0 20 2 400000\nL A 1100 2100\nL A 1200 2200\nL K 2000\nL E 2", 77)
-	f.Add("L R 3 77 30 1000 2000 0 0 0 20 0 0\nL E 5", 77)
-	f.Fuzz(func(t *testing.T, text string, tid int) {
-		goid, chain, err := ParseBpftrace(strings.Split(text, "\n"), tid)
-		if err != nil && (goid != 0 || chain != nil) {
-			t.Fatalf("error with a result: %v", err)
-		}
-	})
-}
-
-func TestParseBpftrace(t *testing.T) {
-	lines := strings.Split("L R 2 77 30 1000 2000 2 1 0 20 5 400000\nL A 1100 2100\nL A 1200 2200\nL K 402000\nL E 2", "\n")
-	goid, chain, err := ParseBpftrace(lines, 77)
-	if err != nil || goid != 30 || len(chain) != 3 || chain[0].ParentGoid != 20 || chain[0].GoPC != 0x402000 || chain[1].Goid != 20 ||
-		chain[1].StartPC != 0x401100 || chain[2].Goid != 0 || chain[2].GoPC != 0x402200 || len(chain[0].Stack) != 1 {
-		t.Fatalf("%d %+v %v", goid, chain, err)
-	}
-	if _, _, err := ParseBpftrace(lines, 78); err == nil {
-		t.Error("region of another thread accepted")
-	}
-	lines[len(lines)-1] = "L E 4"
-	if _, _, err := ParseBpftrace(lines, 77); !errors.Is(err, ErrTorn) {
-		t.Errorf("changed seq: %v, want ErrTorn", err)
-	}
-}
-
 // TestVersion1: a version 1 header (208 bytes, 24-byte ancestor entries)
 // is refused with the one line that says what to do.
 func TestVersion1(t *testing.T) {
