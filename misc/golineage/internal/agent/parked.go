@@ -237,16 +237,18 @@ func (r *parkedReader) read(ctx context.Context, t *parkedTarget, now time.Time)
 		t.members[g] = grp
 	}
 	// Each read counts every parked goroutine for the time since the last
-	// one: a read that comes late covers more. The first covers a period.
-	d := r.a.cfg.Parked
+	// one: a read that comes late covers more. The first read of a process
+	// (or the first after one that counted for nothing) only starts the
+	// count: what came before it is no time the agent watched, so a
+	// goroutine parked all along is counted for the time since, no more.
+	r.reads.Add(1)
 	if !t.last.IsZero() {
-		d = now.Sub(t.last)
+		d := now.Sub(t.last)
+		for _, grp := range t.groups {
+			t.b.AddSharedN(grp.s, grp.n, d*time.Duration(grp.n))
+		}
 	}
 	t.last = now
-	r.reads.Add(1)
-	for _, grp := range t.groups {
-		t.b.AddSharedN(grp.s, grp.n, d*time.Duration(grp.n))
-	}
 	return nil
 }
 
