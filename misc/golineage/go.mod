@@ -52,3 +52,5 @@ require (
 )
 
 replace fpsafe.dev/misc => ../
+
+tool github.com/cilium/ebpf/cmd/bpf2go

@@ -18,12 +18,22 @@
 // per CPU, the tracepoint links) belongs to the Collector and is released
 // by Close, also on every error path of Open: nothing stays attached once
 // the collector's user is done.
+//
+// bpf2go (github.com/cilium/ebpf/cmd/bpf2go, a tool of this module: see the
+// go:generate line) compiles the program and generates lineage_bpfel.go:
+// the loader of the embedded object (loadLineage), its programs, maps and
+// variables as the fields of lineageObjects, and the Go types of the
+// structs user space shares with the program (lineageEvent,
+// lineageProcEvent and lineageTarget), laid out from the object's BTF.
+// No program, map or variable is looked up by name here, and no field is
+// read or written at an offset written by hand (the flags of struct target,
+// #defines, are the exception): a change of the C source fails to build
+// here once go generate has followed it, and TestObjectFresh fails until
+// it has.
 package ebpf
 
 import (
 	"bufio"
-	"bytes"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -40,10 +50,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-//go:generate clang -O2 -g -target bpf -fdebug-compilation-dir=. -I../../../lineage/include -Wall -Werror -c lineage.bpf.c -o lineage_bpfel.o
-
-//go:embed lineage_bpfel.o
-var object []byte
+// go generate compiles lineage.bpf.c to lineage_bpfel.o, little-endian
+// BPF (for amd64, and the other little-endian GOARCHes lineage_bpfel.go's
+// build constraint lists), and writes lineage_bpfel.go. clang is
+// the one lineage_bpfel.clang records, so that the committed object is
+// what the source compiles to (TestObjectFresh); bpf2go's flags make the
+// bytes independent of where the tree is (-fdebug-prefix-map,
+// -fdebug-compilation-dir, -fno-ident) and keep the BTF (-g). -no-strip
+// keeps the object as clang writes it: llvm-strip, bpf2go's default, is a
+// package of its own beside clang (Debian's llvm), whose version would
+// also shape the bytes.
+//
+//go:generate go tool bpf2go -target bpfel -no-strip -type event -type proc_event -type target lineage lineage.bpf.c -- -I../../../lineage/include -Wall -Werror
 
 // DefaultBTF is where the kernel publishes its BTF.
 const DefaultBTF = "/sys/kernel/btf/vmlinux"
@@ -84,17 +102,8 @@ type Target struct {
 	OffRecG, OffGLabels uint32
 }
 
-// targetValue is struct target of lineage.bpf.c: a value of the targets map.
-type targetValue struct {
-	Flags                                    uint32
-	OffGM, OffMRegion                        uint32
-	OffRegionSeq, OffRegionTid, OffRegionCur uint32
-	OffRecSeq, RecordSize                    uint32
-	TLSGOffset                               int64
-	OffRecG, OffGLabels                      uint32
-}
-
-// The flags of struct target.
+// The flags of struct target (lineageTarget, a value of the targets map):
+// lineage.bpf.c's TARGET_* (#defines, which BTF does not record).
 const (
 	targetLineage = 1
 	targetTLSG    = 2
@@ -106,7 +115,7 @@ const MaxTargets = 8192
 
 // Collector is the loaded program, attached to one perf event per CPU.
 type Collector struct {
-	coll  *ebpf.Collection
+	objs  *lineageObjects // nil once closed
 	perf  []int
 	links []link.Link // the tracepoints, with Config.Procs
 	rd    *ringbuf.Reader
@@ -166,7 +175,7 @@ func Open(cfg Config) (_ *Collector, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the kernel BTF: %v", ErrUnavailable, err)
 	}
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	spec, err := loadLineage()
 	if err != nil {
 		return nil, fmt.Errorf("ebpf collector: the embedded program: %w", err)
 	}
@@ -184,16 +193,22 @@ func Open(cfg Config) (_ *Collector, err error) {
 			return nil, fmt.Errorf("ebpf collector: enabling BPF statistics: %w", err)
 		}
 	}
-	c.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}})
-	if err != nil {
+	// LoadAndAssign loads all or nothing: on an error it has closed what
+	// it loaded, and c.objs stays nil.
+	var objs lineageObjects
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}}); err != nil {
 		return nil, fmt.Errorf("%w: loading the BPF program: %v", ErrUnavailable, err)
 	}
-	if c.rd, err = ringbuf.NewReader(c.coll.Maps["events"]); err != nil {
+	c.objs = &objs
+	if c.rd, err = ringbuf.NewReader(objs.Events); err != nil {
 		return nil, fmt.Errorf("ebpf collector: the ring buffer: %w", err)
 	}
 	if cfg.Procs {
-		for _, tp := range []struct{ name, prog string }{{"sched_process_exec", "proc_exec"}, {"sched_process_exit", "proc_exit"}} {
-			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.name, Program: c.coll.Programs[tp.prog]})
+		for _, tp := range []struct {
+			name string
+			prog *ebpf.Program
+		}{{"sched_process_exec", objs.ProcExec}, {"sched_process_exit", objs.ProcExit}} {
+			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.name, Program: tp.prog})
 			if err != nil {
 				return nil, fmt.Errorf("%w: attaching to the tracepoint %s: %v", ErrUnavailable, tp.name, err)
 			}
@@ -204,7 +219,7 @@ func Open(cfg Config) (_ *Collector, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("ebpf collector: %w", err)
 	}
-	prog := c.coll.Programs["sample"].FD()
+	prog := objs.Sample.FD()
 	for _, cpu := range cpus {
 		attr := unix.PerfEventAttr{
 			Type:   unix.PERF_TYPE_SOFTWARE,
@@ -235,11 +250,11 @@ func Open(cfg Config) (_ *Collector, err error) {
 // it knows of it. Samples of a process that was a target, taken before
 // RemoveTarget, may still be read after it.
 func (c *Collector) AddTarget(tgid int, t Target) error {
-	v := targetValue{
-		OffGM: t.OffGM, OffMRegion: t.OffMRegion,
+	v := lineageTarget{
+		OffG_m: t.OffGM, OffM_region: t.OffMRegion,
 		OffRegionSeq: t.OffRegionSeq, OffRegionTid: t.OffRegionTid, OffRegionCur: t.OffRegionCur,
-		OffRecSeq: t.OffRecSeq, RecordSize: t.RecordSize, TLSGOffset: t.TLSGOffset,
-		OffRecG: t.OffRecG, OffGLabels: t.OffGLabels,
+		OffRecSeq: t.OffRecSeq, RecordSize: t.RecordSize, TlsG_offset: t.TLSGOffset,
+		OffRecG: t.OffRecG, OffG_labels: t.OffGLabels,
 	}
 	if t.Labels {
 		v.Flags |= targetLabels
@@ -253,7 +268,7 @@ func (c *Collector) AddTarget(tgid int, t Target) error {
 	if tgid <= 0 || tgid > 1<<22 {
 		return fmt.Errorf("ebpf collector: process id %d", tgid)
 	}
-	if err := c.coll.Maps["targets"].Put(uint32(tgid), v); err != nil {
+	if err := c.objs.Targets.Put(uint32(tgid), &v); err != nil {
 		if errors.Is(err, unix.E2BIG) {
 			return fmt.Errorf("ebpf collector: already %d targets", MaxTargets)
 		}
@@ -265,7 +280,7 @@ func (c *Collector) AddTarget(tgid int, t Target) error {
 // RemoveTarget stops sampling the process tgid. A process that is not a
 // target is not an error: it may have been removed already.
 func (c *Collector) RemoveTarget(tgid int) error {
-	err := c.coll.Maps["targets"].Delete(uint32(tgid))
+	err := c.objs.Targets.Delete(uint32(tgid))
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("ebpf collector: removing target %d: %w", tgid, err)
 	}
@@ -285,18 +300,26 @@ func (c *Collector) Read(deadline time.Time) (*Event, error) {
 
 // Lost returns how many samples the program dropped because the ring
 // buffer was full.
-func (c *Collector) Lost() uint64 { return c.counter("lost") }
+func (c *Collector) Lost() uint64 {
+	if c.objs == nil {
+		return 0 // closed
+	}
+	return counter(c.objs.Lost)
+}
 
 // LostProcs returns how many exec and exit events the tracepoints dropped
 // because the ring buffer was full.
-func (c *Collector) LostProcs() uint64 { return c.counter("lost_proc") }
-
-func (c *Collector) counter(name string) uint64 {
-	var n uint64
-	if c.coll == nil {
+func (c *Collector) LostProcs() uint64 {
+	if c.objs == nil {
 		return 0 // closed
 	}
-	if v := c.coll.Variables[name]; v != nil {
+	return counter(c.objs.LostProc)
+}
+
+// counter reads one of the program's __u64 counters.
+func counter(v *ebpf.Variable) uint64 {
+	var n uint64
+	if v != nil {
 		v.Get(&n)
 	}
 	return n
@@ -305,10 +328,10 @@ func (c *Collector) counter(name string) uint64 {
 // RunTime returns how many times the program ran and for how long in all,
 // as the kernel counts it with Config.Stats (both 0 without).
 func (c *Collector) RunTime() (runs uint64, total time.Duration) {
-	if c.stats == nil {
+	if c.stats == nil || c.objs == nil {
 		return 0, 0
 	}
-	st, err := c.coll.Programs["sample"].Stats()
+	st, err := c.objs.Sample.Stats()
 	if err != nil {
 		return 0, 0
 	}
@@ -330,9 +353,9 @@ func (c *Collector) Close() error {
 		c.rd.Close()
 		c.rd = nil
 	}
-	if c.coll != nil {
-		c.coll.Close()
-		c.coll = nil
+	if c.objs != nil {
+		c.objs.Close()
+		c.objs = nil
 	}
 	if c.stats != nil {
 		c.stats.Close()

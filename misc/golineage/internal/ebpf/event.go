@@ -3,18 +3,57 @@ package ebpf
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
-// The layout of struct event in lineage.bpf.c.
+// The layout of struct event and struct proc_event in lineage.bpf.c, taken
+// from lineageEvent and lineageProcEvent, the Go types bpf2go generated
+// from the object's BTF: Decode reads each field where the compiler put it.
 const (
-	maxFrames  = 127
-	stackWords = 8
-	maxRecord  = 4096
+	maxFrames  = len(lineageEvent{}.Stack)
+	stackWords = len(lineageEvent{}.Words)
+	maxRecord  = len(lineageEvent{}.Record) / 2 // the program's buffer is twice the largest record (see copy_record)
 
-	offStack  = 160
-	offRecord = offStack + 8*maxFrames
-	eventSize = offRecord + 2*maxRecord // the program's buffer is twice the largest record
+	eventSize = int(unsafe.Sizeof(lineageEvent{}))
+
+	offTID         = int(unsafe.Offsetof(lineageEvent{}.Tid))
+	offFlags       = int(unsafe.Offsetof(lineageEvent{}.Flags))
+	offIP          = int(unsafe.Offsetof(lineageEvent{}.Ip))
+	offSP          = int(unsafe.Offsetof(lineageEvent{}.Sp))
+	offBP          = int(unsafe.Offsetof(lineageEvent{}.Bp))
+	offFSBase      = int(unsafe.Offsetof(lineageEvent{}.Fsbase))
+	offWords       = int(unsafe.Offsetof(lineageEvent{}.Words))
+	offRegionTID   = int(unsafe.Offsetof(lineageEvent{}.RegionTid))
+	offCur         = int(unsafe.Offsetof(lineageEvent{}.Cur))
+	offSeq1        = int(unsafe.Offsetof(lineageEvent{}.Seq1))
+	offSeq2        = int(unsafe.Offsetof(lineageEvent{}.Seq2))
+	offStackBytes  = int(unsafe.Offsetof(lineageEvent{}.StackBytes))
+	offRecordBytes = int(unsafe.Offsetof(lineageEvent{}.RecordBytes))
+	offTGID        = int(unsafe.Offsetof(lineageEvent{}.Tgid))
+	offLabels      = int(unsafe.Offsetof(lineageEvent{}.Labels))
+	offStack       = int(unsafe.Offsetof(lineageEvent{}.Stack))
+	offRecord      = int(unsafe.Offsetof(lineageEvent{}.Record))
+
+	// struct proc_event has its tid and flags where struct event has them
+	// (TestEventLayout), so that Decode tells the two apart by the flags.
+	procEventSize = int(unsafe.Sizeof(lineageProcEvent{}))
+	offProcTID    = int(unsafe.Offsetof(lineageProcEvent{}.Tid))
+	offProcFlags  = int(unsafe.Offsetof(lineageProcEvent{}.Flags))
+	offProcTGID   = int(unsafe.Offsetof(lineageProcEvent{}.Tgid))
 )
+
+// Decode reads each field with the width its type has in lineageEvent and
+// lineageProcEvent: a change of one in lineage.bpf.c fails to compile here.
+func _(e *lineageEvent, p *lineageProcEvent) {
+	var _, _, _, _ uint32 = e.Tid, e.Flags, e.RecordBytes, e.Tgid
+	var _, _, _, _, _ uint64 = e.Ip, e.Sp, e.Bp, e.Fsbase, e.Labels
+	var _, _, _, _ uint64 = e.RegionTid, e.Cur, e.Seq1, e.Seq2
+	var _ int64 = e.StackBytes
+	var _ [stackWords]uint64 = e.Words
+	var _ [maxFrames]uint64 = e.Stack
+	var _ [2 * maxRecord]byte = e.Record
+	var _, _, _ uint32 = p.Tid, p.Flags, p.Tgid
+}
 
 // ringBytes is the size of the program's ring buffer (max_entries of
 // events), and RingEvents how many samples it holds.
@@ -22,9 +61,6 @@ const (
 	ringBytes  = 1 << 21
 	RingEvents = ringBytes / (eventSize + 8) // each record has an 8-byte header
 )
-
-// The layout of struct proc_event.
-const procEventSize = 16
 
 // Event flags, as the program sets them.
 const (
@@ -54,27 +90,27 @@ type Event struct {
 // Decode parses one ring-buffer record. The slices of the result alias b.
 func Decode(b []byte) (*Event, error) {
 	le := binary.LittleEndian
-	if len(b) >= 8 && le.Uint32(b[4:])&(FlagExec|FlagExit) != 0 {
+	if len(b) >= offFlags+4 && le.Uint32(b[offFlags:])&(FlagExec|FlagExit) != 0 {
 		if len(b) < procEventSize {
 			return nil, fmt.Errorf("ebpf process event truncated (%d of %d bytes)", len(b), procEventSize)
 		}
-		return &Event{TID: le.Uint32(b), Flags: le.Uint32(b[4:]), TGID: le.Uint32(b[8:])}, nil
+		return &Event{TID: le.Uint32(b[offProcTID:]), Flags: le.Uint32(b[offProcFlags:]), TGID: le.Uint32(b[offProcTGID:])}, nil
 	}
 	if len(b) < eventSize {
 		return nil, fmt.Errorf("ebpf event truncated (%d of %d bytes)", len(b), eventSize)
 	}
 	u64 := func(off int) uint64 { return le.Uint64(b[off:]) }
-	e := &Event{TID: le.Uint32(b[0:]), Flags: le.Uint32(b[4:]),
-		PC: u64(8), SP: u64(16), FP: u64(24), FSBase: u64(32),
-		RegionTID: u64(104), Cur: u64(112), Seq1: u64(120), Seq2: u64(128)}
+	e := &Event{TID: le.Uint32(b[offTID:]), Flags: le.Uint32(b[offFlags:]),
+		PC: u64(offIP), SP: u64(offSP), FP: u64(offBP), FSBase: u64(offFSBase),
+		RegionTID: u64(offRegionTID), Cur: u64(offCur), Seq1: u64(offSeq1), Seq2: u64(offSeq2)}
 	for i := range e.Words {
-		e.Words[i] = u64(40 + 8*i)
+		e.Words[i] = u64(offWords + 8*i)
 	}
-	n := int64(u64(136))
+	n := int64(u64(offStackBytes))
 	switch {
 	case n < 0:
 		e.StackErr = n
-	case n > 8*maxFrames || n%8 != 0:
+	case n > int64(8*maxFrames) || n%8 != 0:
 		return nil, fmt.Errorf("ebpf event: stack of %d bytes", n)
 	default:
 		e.Stack = make([]uint64, n/8)
@@ -82,10 +118,10 @@ func Decode(b []byte) (*Event, error) {
 			e.Stack[i] = u64(offStack + 8*i)
 		}
 	}
-	e.TGID = le.Uint32(b[148:])
-	e.Labels = u64(152)
-	rb := le.Uint32(b[144:])
-	if rb > maxRecord {
+	e.TGID = le.Uint32(b[offTGID:])
+	e.Labels = u64(offLabels)
+	rb := le.Uint32(b[offRecordBytes:])
+	if rb > uint32(maxRecord) {
 		return nil, fmt.Errorf("ebpf event: record of %d bytes", rb)
 	}
 	if e.Flags&FlagRecord != 0 {

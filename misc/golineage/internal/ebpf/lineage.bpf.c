@@ -119,8 +119,8 @@ struct proc_event {
 	__u32 pad;
 };
 
-// Keep struct event and struct proc_event in the object's BTF, where a
-// test checks event.go's offsets against them.
+// Keep struct event and struct proc_event in the object's BTF, from which
+// bpf2go generates the Go types event.go decodes them by.
 struct event *event_layout __attribute__((unused));
 struct proc_event *proc_event_layout __attribute__((unused));
 

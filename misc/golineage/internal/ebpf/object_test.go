@@ -6,19 +6,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 )
 
-// TestObjectFresh recompiles lineage.bpf.c with the go:generate line of
-// collector.go and fails if the committed lineage_bpfel.o differs: run
-// `go generate` in this directory after changing the C source. The object
-// records the clang that built it (lineage_bpfel.clang); another clang
-// version produces other bytes, so the comparison needs the same one.
+// TestObjectFresh runs the go:generate line of collector.go (bpf2go, which
+// compiles lineage.bpf.c and generates lineage_bpfel.go) into a temporary
+// directory and fails if the committed lineage_bpfel.o or lineage_bpfel.go
+// differs: run `go generate` in this directory after changing the C
+// source. The object does not record the clang that built it
+// (lineage_bpfel.clang does); another clang version produces other bytes,
+// so the comparison needs the same one.
 func TestObjectFresh(t *testing.T) {
 	ci := os.Getenv("CI") == "true"
 	if _, err := exec.LookPath("clang"); err != nil {
@@ -45,28 +47,52 @@ func TestObjectFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const prefix = "//go:generate go tool bpf2go "
 	var args []string
 	for _, l := range strings.Split(string(src), "\n") {
-		if rest, ok := strings.CutPrefix(l, "//go:generate clang "); ok {
+		if rest, ok := strings.CutPrefix(l, prefix); ok {
+			if args != nil {
+				t.Fatalf("two %s... lines in collector.go", prefix)
+			}
 			args = strings.Fields(rest)
 		}
 	}
-	if len(args) < 2 || args[len(args)-2] != "-o" {
-		t.Fatalf("no //go:generate clang ... -o FILE line in collector.go")
+	if args == nil {
+		t.Fatalf("no %s... line in collector.go", prefix)
 	}
-	// Compile here (the source's directory, as go generate does) to a
-	// temporary file.
-	out := filepath.Join(t.TempDir(), "lineage_bpfel.o")
-	args[len(args)-1] = out
-	if b, err := exec.Command("clang", args...).CombinedOutput(); err != nil {
-		t.Fatalf("clang %s: %v\n%s", strings.Join(args, " "), err, b)
+	// Run it here (the source's directory, as go generate does) with the
+	// environment go generate gives it, writing to a temporary directory
+	// (bpf2go's flags precede its arguments), and without the BPF2GO_*
+	// variables, which change its defaults. The module cache has what
+	// bpf2go needs (it is a package of github.com/cilium/ebpf, which this
+	// package imports): GOPROXY=off.
+	dir := t.TempDir()
+	args = append([]string{"tool", "bpf2go", "-output-dir", dir}, args...)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BPF2GO_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
 	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
+	cmd.Env = append(cmd.Env, "GOPACKAGE=ebpf", "GOFILE=collector.go", "GOPROXY=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
-	if !bytes.Equal(got, object) {
-		t.Errorf("lineage_bpfel.o is stale: run go generate in misc/golineage/internal/ebpf and commit the result")
+	for _, f := range []string{"lineage_bpfel.o", "lineage_bpfel.go"} {
+		got, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, committed) {
+			t.Errorf("%s is stale: run go generate in misc/golineage/internal/ebpf and commit the result", f)
+		}
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 2 {
+		t.Errorf("bpf2go wrote %q, want lineage_bpfel.o and lineage_bpfel.go", names)
 	}
 }
 
@@ -75,58 +101,35 @@ func firstLine(s string) string {
 	return strings.TrimSpace(l)
 }
 
-// TestEventLayout checks event.go's offsets against struct event and
-// struct proc_event as the compiler laid them out (the object's BTF), and
-// struct target against the Go type AddTarget writes.
+// TestEventLayout checks what bpf2go's types do not say of the object:
+// that struct proc_event has its tid and flags where struct event has
+// them (Decode tells the two apart by the flags), that the maps are as
+// large as event.go and MaxTargets say, and that the targets map's value
+// is struct target, the type AddTarget writes.
 func TestEventLayout(t *testing.T) {
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	if offProcTID != offTID || offProcFlags != offFlags || procEventSize < offFlags+4 {
+		t.Errorf("struct proc_event's tid and flags at %d and %d, struct event's at %d and %d", offProcTID, offProcFlags, offTID, offFlags)
+	}
+	spec, err := loadLineage()
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkLayout(t, spec, "event", eventSize, map[string]uint32{"tid": 0, "flags": 4, "ip": 8, "sp": 16, "bp": 24, "fsbase": 32, "words": 40,
-		"region_tid": 104, "cur": 112, "seq1": 120, "seq2": 128, "stack_bytes": 136, "record_bytes": 144, "tgid": 148, "labels": 152, "stack": offStack, "record": offRecord})
-	checkLayout(t, spec, "proc_event", procEventSize, map[string]uint32{"tid": 0, "flags": 4, "tgid": 8})
-	if n := spec.Maps["events"].MaxEntries; n != ringBytes {
+	var specs lineageSpecs
+	if err := spec.Assign(&specs); err != nil {
+		t.Fatal(err)
+	}
+	if n := specs.Events.MaxEntries; n != ringBytes {
 		t.Errorf("the ring buffer is %d bytes, event.go says %d", n, ringBytes)
 	}
-	// AddTarget writes targetValue as the map's value: the same size and
-	// offsets as struct target.
-	var tg *btf.Struct
-	if err := spec.Types.TypeByName("target", &tg); err != nil {
-		t.Fatal(err)
+	if n := specs.Targets.MaxEntries; n != MaxTargets {
+		t.Errorf("the targets map holds %d, MaxTargets says %d", n, MaxTargets)
 	}
-	gt := reflect.TypeFor[targetValue]()
-	if tg.Size != uint32(gt.Size()) || len(tg.Members) != gt.NumField() {
-		t.Fatalf("struct target: %d bytes, %d members; targetValue: %d bytes, %d fields", tg.Size, len(tg.Members), gt.Size(), gt.NumField())
+	n := uint32(unsafe.Sizeof(lineageTarget{}))
+	if tg, ok := btf.As[*btf.Struct](specs.Targets.Value); !ok || tg.Name != "target" || tg.Size != n {
+		t.Errorf("the targets map's value is %v, want struct target of %d bytes (lineageTarget)", specs.Targets.Value, n)
 	}
-	for i, m := range tg.Members {
-		if f := gt.Field(i); uintptr(m.Offset.Bytes()) != f.Offset {
-			t.Errorf("struct target's %s at %d, targetValue.%s at %d", m.Name, m.Offset.Bytes(), f.Name, f.Offset)
-		}
-	}
-}
-
-// checkLayout checks the size of the struct name and the offsets of the
-// members in want.
-func checkLayout(t *testing.T, spec *ebpf.CollectionSpec, name string, size uint32, want map[string]uint32) {
-	t.Helper()
-	var st *btf.Struct
-	if err := spec.Types.TypeByName(name, &st); err != nil {
-		t.Fatal(err)
-	}
-	if st.Size != size {
-		t.Errorf("struct %s is %d bytes, event.go says %d", name, st.Size, size)
-	}
-	for _, m := range st.Members {
-		if off, ok := want[m.Name]; ok {
-			if m.Offset.Bytes() != off {
-				t.Errorf("%s.%s at %d, event.go reads it at %d", name, m.Name, m.Offset.Bytes(), off)
-			}
-			delete(want, m.Name)
-		}
-	}
-	for m := range want {
-		t.Errorf("struct %s has no member %s", name, m)
+	if specs.Targets.ValueSize != n {
+		t.Errorf("the targets map's value is %d bytes, lineageTarget %d", specs.Targets.ValueSize, n)
 	}
 }
 
