@@ -328,13 +328,19 @@ func reflectValuePointer(c any) uintptr {
 	return (*[2]uintptr)(unsafe.Pointer(&c))[1]
 }
 
-// waitParked waits until at least n goroutines besides the caller are
-// blocked, by the program's own dump.
+// waitParked waits until at least n goroutines the caller created are
+// blocked, by the program's own dump. Only the caller's count: goroutines
+// other tests left parked would let it return while one of the caller's is
+// still runnable.
 func waitParked(t *testing.T, n int) {
+	me := uint64(runtime.Goid())
 	buf := make([]byte, 1<<20)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		parked := 0
 		for _, d := range parseDump(string(buf[:runtime.Stack(buf, true)])) {
+			if d.parent != me {
+				continue // another test's goroutine, parked or not, says nothing of ours
+			}
 			for _, r := range []string{"chan ", "select", "sync."} {
 				if strings.HasPrefix(d.reason, r) {
 					parked++
