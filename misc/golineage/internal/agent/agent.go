@@ -308,19 +308,16 @@ func pollInterval(hz, ncpu int) time.Duration {
 
 // drain handles the events the program wrote up to now, without waiting.
 func (a *Agent) drain(now time.Time) error {
-	for first := true; ; {
+	for _, p := range a.procs {
+		clear(p.labels)
+	}
+	for {
 		e, err := a.c.Read(now)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("agent: reading the ring buffer: %w", err)
-		}
-		if first {
-			first = false
-			for _, p := range a.procs {
-				clear(p.labels)
-			}
 		}
 		switch {
 		case e.Flags&ebpf.FlagExec != 0:
