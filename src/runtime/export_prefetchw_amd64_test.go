@@ -4,5 +4,7 @@
 
 package runtime
 
+import "internal/cpu"
+
 // PrefetchwOK reports whether prefetchWrite uses PREFETCHW.
-func PrefetchwOK() bool { return prefetchwOK }
+func PrefetchwOK() bool { return cpu.X86.HasPRFCHW }

@@ -5,7 +5,6 @@
 package runtime_test
 
 import (
-	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -176,44 +175,6 @@ func TestFPIndexConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-}
-
-// TestFPStackHash checks that the stack hash tells apart stacks that
-// differ in one frame, in the order of two frames, in length or in the
-// extra word, whichever lanes the frames fall in.
-func TestFPStackHash(t *testing.T) {
-	base := runtime.FPIndexBase()
-	for n := 1; n <= 2*runtime.FPIndexPCs; n++ {
-		stk := make([]uintptr, n+1)
-		for i := range stk {
-			stk[i] = base + 0x1000 + uintptr(i)*0x37
-		}
-		longer, stk := stk, stk[:n]
-		seen := map[uintptr]string{runtime.FPStackHash(stk, 64): "the stack"}
-		differs := func(what string, s []uintptr, extra uintptr) {
-			t.Helper()
-			h := runtime.FPStackHash(s, extra)
-			if prev, ok := seen[h]; ok {
-				t.Errorf("%d frames: %s hashes as %s: %#x", n, what, prev, h)
-			}
-			seen[h] = what
-		}
-		differs("extra+8", stk, 72)
-		differs("the stack less its last frame", stk[:n-1], 64)
-		differs("the stack and one more frame", longer, 64)
-		for i := range n {
-			for _, d := range []uintptr{1, 4, 1 << 20} {
-				s := slices.Clone(stk)
-				s[i] += d
-				differs(fmt.Sprintf("frame %d + %#x", i, d), s, 64)
-			}
-			for j := i + 1; j < n; j++ {
-				s := slices.Clone(stk)
-				s[i], s[j] = s[j], s[i]
-				differs(fmt.Sprintf("frames %d and %d swapped", i, j), s, 64)
-			}
-		}
-	}
 }
 
 // TestFPStackHashSpread fills an index with the physical stacks of a

@@ -157,30 +157,6 @@ func fpPlainPC(pc uintptr) bool {
 	return fpPlainPCs[fpPCSlot(pc)].Load() == pc
 }
 
-// fpProfScratch is per-M scratch space for the frame-pointer profilers.
-// Each buffer holds len(mp.profStack) PCs. Its users never allocate while
-// they hold it, so an allocation profiled in between cannot clobber it.
-type fpProfScratch struct {
-	phys  []uintptr // physical PCs from fpWalk
-	logic []uintptr // logical PCs from fpLogicalPCs (heap profiler)
-	slow  []uintptr // the slow unwinder's PCs, for fpunwindcheck
-	aux   []uintptr // logical PCs for savegFP called from the scheduler
-	recs  []uintptr // frame record addresses, for fpStackExact (heap profiler)
-}
-
-// fpProfScratchInit allocates mp's scratch space; see mProfStackInit.
-func fpProfScratchInit(mp *m) {
-	n := len(mp.profStack)
-	buf := make([]uintptr, 5*n)
-	mp.fpScratch = &fpProfScratch{
-		phys:  buf[:n:n],
-		logic: buf[n : 2*n : 2*n],
-		slow:  buf[2*n : 3*n : 3*n],
-		aux:   buf[3*n : 4*n : 4*n],
-		recs:  buf[4*n:],
-	}
-}
-
 // fpStackHash hashes a PC slice and one extra word. It runs on every
 // sampled allocation and for every goroutine a profile walks, after the
 // walk, so its latency is the profiler's. stkbucket's mixing is one chain

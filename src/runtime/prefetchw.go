@@ -13,9 +13,10 @@
 // a goroutine's status and profile state, which the core it last ran on
 // holds modified, and a bucket's counts, which the sweeper on another P
 // writes too. prefetchWrite asks for the line in a state that can be
-// written: PREFETCHW on amd64, on the CPUs that report it (prefetchwOK;
-// elsewhere the read prefetch), and PRFM PSTL1KEEP on arm64. Other
-// architectures use sys.Prefetch (prefetchw_other.go).
+// written: PREFETCHW on amd64, on the CPUs that report it
+// (internal/cpu's X86.HasPRFCHW; elsewhere the read prefetch), and PRFM
+// PSTL1KEEP on arm64. Other architectures use sys.Prefetch
+// (prefetchw_other.go).
 //
 // Both are assembly functions without a frame that take their arguments
 // in registers, so a call costs a few instructions; prefetchWrite3 asks

@@ -4,14 +4,11 @@
 
 package runtime
 
-// prefetchwOK reports whether the CPU executes PREFETCHW (CPUID
-// 0x80000001, ECX bit 8). Until init sets it, prefetchWrite uses the read
-// prefetch.
-var prefetchwOK bool
+import (
+	"internal/cpu"
+	"unsafe"
+)
 
-func init() {
-	prefetchwOK = prefetchwSupported()
-}
-
-// prefetchwSupported reports whether the CPU reports PREFETCHW.
-func prefetchwSupported() bool
+// offsetX86HasPRFCHW is the offset in cpu.X86 of the flag prefetchw_amd64.s
+// tests: whether the CPU executes PREFETCHW (CPUID 0x80000001, ECX bit 8).
+const offsetX86HasPRFCHW = unsafe.Offsetof(cpu.X86.HasPRFCHW)

@@ -2,6 +2,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
+#include "go_asm.h"
 #include "textflag.h"
 
 // The assembler has no PREFETCHW mnemonic: 0F 0D /1, with ModRM 00 001 rrr
@@ -13,7 +14,7 @@
 // func prefetchWrite(addr uintptr)
 TEXT ·prefetchWrite<ABIInternal>(SB),NOSPLIT|NOFRAME,$0-8
 	// AX = addr
-	CMPB	·prefetchwOK(SB), $0
+	CMPB	internal∕cpu·X86+const_offsetX86HasPRFCHW(SB), $0
 	JEQ	read
 	PREFETCHW_AX
 	RET
@@ -24,7 +25,7 @@ read:
 // func prefetchWrite3(a, b, c uintptr)
 TEXT ·prefetchWrite3<ABIInternal>(SB),NOSPLIT|NOFRAME,$0-24
 	// AX = a, BX = b, CX = c
-	CMPB	·prefetchwOK(SB), $0
+	CMPB	internal∕cpu·X86+const_offsetX86HasPRFCHW(SB), $0
 	JEQ	read
 	PREFETCHW_AX
 	PREFETCHW_BX
@@ -34,22 +35,4 @@ read:
 	PREFETCHT0	(AX)
 	PREFETCHT0	(BX)
 	PREFETCHT0	(CX)
-	RET
-
-// func prefetchwSupported() bool
-TEXT ·prefetchwSupported(SB),NOSPLIT,$0-1
-	MOVL	$0x80000000, AX
-	XORL	CX, CX
-	CPUID
-	CMPL	AX, $0x80000001
-	JB	no
-	MOVL	$0x80000001, AX
-	XORL	CX, CX
-	CPUID
-	SHRL	$8, CX
-	ANDL	$1, CX
-	MOVB	CX, ret+0(FP)
-	RET
-no:
-	MOVB	$0, ret+0(FP)
 	RET

@@ -12,12 +12,13 @@ import (
 	"testing"
 )
 
-// TestPrefetchwCPUID checks the runtime's CPUID test for PREFETCHW
-// against the kernel's: Linux names the same bit (CPUID 0x80000001, ECX
-// bit 8) 3dnowprefetch in /proc/cpuinfo. On AMD and Hygon CPUs Linux also
-// sets the flag for every 64-bit CPU, whether or not the bit is set (a
-// hypervisor may clear it), so there only a CPU without the flag is
-// checked: the runtime must not use PREFETCHW on it.
+// TestPrefetchwCPUID checks internal/cpu's flag for PREFETCHW
+// (X86.HasPRFCHW), which prefetchWrite tests, against the kernel's: Linux
+// names the same bit (CPUID 0x80000001, ECX bit 8) 3dnowprefetch in
+// /proc/cpuinfo. On AMD and Hygon CPUs Linux also sets the flag for every
+// 64-bit CPU, whether or not the bit is set (a hypervisor may clear it),
+// so there only a CPU without the flag is checked: the runtime must not
+// use PREFETCHW on it.
 func TestPrefetchwCPUID(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/cpuinfo")

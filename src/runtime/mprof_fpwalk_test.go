@@ -1,0 +1,89 @@
+// Copyright 2026 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package runtime_test
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestFPWalk checks that the frame-pointer walk (fpWalk) finds the
+// physical return PCs the slow unwinder finds, from the walk's caller to
+// the goroutine's first frame, at several depths. The walk also finds the
+// go statement's wrapper that started the test (testing's
+// (*T).Run.gowrap1), which callers() elides; fpLogicalPCs elides it too.
+func TestFPWalk(t *testing.T) {
+	if !fpArch() {
+		t.Skip("frame-pointer profiling is implemented for amd64 and arm64 only")
+	}
+	for _, d := range []int{0, 5, 40, 200} {
+		var fp, slow []uintptr
+		fpgDeep(d, func() {
+			buf := make([]uintptr, 512)
+			fp = buf[:runtime.FPWalkHere(buf)]
+			buf = make([]uintptr, 512)
+			slow = buf[:runtime.CallersHere(buf)]
+		})
+		if len(slow) < d+3 {
+			t.Fatalf("depth %d: callers found %d frames, want at least %d", d, len(slow), d+3)
+		}
+		wrappers := 0
+		fp = slices.DeleteFunc(fp, func(pc uintptr) bool {
+			f := runtime.FuncForPC(pc - 1)
+			if f != nil && strings.Contains(f.Name(), ".gowrap") {
+				wrappers++
+				return true
+			}
+			return false
+		})
+		if wrappers != 1 {
+			t.Errorf("depth %d: walk found %d go-statement wrappers, want 1", d, wrappers)
+		}
+		if !slices.Equal(fp, slow) {
+			t.Errorf("depth %d: frame-pointer walk\n\t%#x\ndiffers from callers\n\t%#x", d, fp, slow)
+		}
+	}
+}
+
+// TestFPStackHash checks that the stack hash tells apart stacks that
+// differ in one frame, in the order of two frames, in length or in the
+// extra word, whichever lanes the frames fall in.
+func TestFPStackHash(t *testing.T) {
+	base := uintptr(0x400000)
+	for n := 1; n <= 48; n++ {
+		stk := make([]uintptr, n+1)
+		for i := range stk {
+			stk[i] = base + 0x1000 + uintptr(i)*0x37
+		}
+		longer, stk := stk, stk[:n]
+		seen := map[uintptr]string{runtime.FPStackHash(stk, 64): "the stack"}
+		differs := func(what string, s []uintptr, extra uintptr) {
+			t.Helper()
+			h := runtime.FPStackHash(s, extra)
+			if prev, ok := seen[h]; ok {
+				t.Errorf("%d frames: %s hashes as %s: %#x", n, what, prev, h)
+			}
+			seen[h] = what
+		}
+		differs("extra+8", stk, 72)
+		differs("the stack less its last frame", stk[:n-1], 64)
+		differs("the stack and one more frame", longer, 64)
+		for i := range n {
+			for _, d := range []uintptr{1, 4, 1 << 20} {
+				s := slices.Clone(stk)
+				s[i] += d
+				differs(fmt.Sprintf("frame %d + %#x", i, d), s, 64)
+			}
+			for j := i + 1; j < n; j++ {
+				s := slices.Clone(stk)
+				s[i], s[j] = s[j], s[i]
+				differs(fmt.Sprintf("frames %d and %d swapped", i, j), s, 64)
+			}
+		}
+	}
+}
