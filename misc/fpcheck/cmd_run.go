@@ -25,6 +25,7 @@ const (
 	featureUnknown featureState = iota // not a Go binary we can read (a script, go run, ...)
 	featurePresent
 	featureAbsent
+	featureUnlinked // the setting exists, but the program links no unwind to check
 )
 
 // runtimeFeature looks for the setting's name in the binary: the runtime
@@ -39,10 +40,15 @@ func runtimeFeature(path string) (featureState, *gobin.Binary) {
 	if err != nil {
 		return featureUnknown, b
 	}
-	if bytes.Contains(data, []byte("fpunwindcheck")) {
-		return featurePresent, b
+	if !bytes.Contains(data, []byte("fpunwindcheck")) {
+		return featureAbsent, b
 	}
-	return featureAbsent, b
+	// The fork links the check only into programs that can read a
+	// profile or trace (doc/profiling-fp.md, "What a program links").
+	if b.LookupFunc("runtime.fpunwindcheckReport") == nil {
+		return featureUnlinked, b
+	}
+	return featurePresent, b
 }
 
 func appendGODEBUG(env []string, setting string) []string {
@@ -177,6 +183,8 @@ func judgeRun(r *runcheck.Report, path string, feature featureState, timeout tim
 		return fmt.Errorf("run: %s timed out after %v (%s)", path, timeout, describeExit(werr))
 	case r.Lines == 0 && feature == featureAbsent:
 		return fmt.Errorf("run: %s's runtime lacks GODEBUG=fpunwindcheck (the binary has no such setting: built by a toolchain without the fpsafe fork's runtime, e.g. upstream Go); nothing was checked", path)
+	case r.Lines == 0 && feature == featureUnlinked:
+		return fmt.Errorf("run: %s reads no profile or trace (it links neither runtime/pprof nor the runtime's profile and trace functions), so its runtime records no frame-pointer unwind and links no GODEBUG=fpunwindcheck; nothing was checked", path)
 	case r.Lines == 0 && werr != nil:
 		return fmt.Errorf("run: %s failed (%s) and printed no fpunwindcheck lines", path, describeExit(werr))
 	case r.Lines == 0:

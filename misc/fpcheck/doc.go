@@ -76,7 +76,9 @@
 // per mismatch with the first differing frame symbolized, a table per site,
 // the total. A Go binary whose runtime has no such setting (no
 // "fpunwindcheck" string in the binary, e.g. built by upstream Go) is named
-// as such.
+// as such, and so is a fork-built program that reads no profile or trace
+// (no runtime.fpunwindcheckReport): the fork links the check only into
+// programs that can read what it checks.
 //
 // fpcheck perf -i FILE checks a perf script recorded earlier (perf script
 // -F comm,tid,ip,sym,dso, as -o keeps it) instead of running a program.

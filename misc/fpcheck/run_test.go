@@ -138,6 +138,21 @@ func TestRunUpstream(t *testing.T) {
 	}
 }
 
+// TestRunUnlinked: a fork-built program that reads no profile or trace
+// links no unwind to check, and run says so instead of blaming its exit.
+func TestRunUnlinked(t *testing.T) {
+	bin := build(t, goTool(), "./testdata/progs/hello", "hello", nil)
+	if st, _ := runtimeFeature(bin); st == featureAbsent {
+		t.Skipf("the runtime of %s (built by %s) lacks GODEBUG=fpunwindcheck", bin, goTool())
+	} else if st != featureUnlinked {
+		t.Fatalf("runtimeFeature(%s) = %v, want featureUnlinked: the fork links fpunwindcheck into a program that reads no profile", bin, st)
+	}
+	code, stdout, stderr := fpcheck(t, "run", "--", bin)
+	if code != exitFailure || !strings.Contains(stderr, "reads no profile or trace") {
+		t.Fatalf("exit %d, want 3 and a message that the program reads no profile or trace\n%s%s", code, stdout, stderr)
+	}
+}
+
 var totalRE = regexp.MustCompile(`(\d+) unwinds cross-checked, (\d+) mismatches`)
 
 // TestRunStress runs the stress corpus under fpcheck run. It needs the fork's

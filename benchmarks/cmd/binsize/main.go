@@ -1,7 +1,9 @@
-// Binsize builds a small program (hello) and cmd/go with the fork, with and
-// without its .sframe section (-ldflags=-sframe=false), and with the
-// upstream release the fork is built from, and prints a Markdown table of
-// file and section sizes: the record of doc/benchmarks.md's "Binary size".
+// Binsize builds hello, a small program (URL, HTTP request and JSON) and
+// cmd/go with the fork, with and without its .sframe section
+// (-ldflags=-sframe=false), and with the upstream release the fork is
+// built from, also stripped (-s -w), and prints Markdown tables of file
+// and section sizes, and of the text the fork adds to each program by
+// feature: the record of doc/benchmarks.md's "Binary size".
 //
 // Usage:
 //
@@ -39,6 +41,40 @@ import "fmt"
 func main() { fmt.Println("hello, world") }
 `
 
+const small = `package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+)
+
+type T struct {
+	Scheme, Host, Path string
+	Query              map[string]string
+}
+
+func main() {
+	u, err := url.Parse("https://example.com/a/b?x=1&y=two")
+	if err != nil {
+		panic(err)
+	}
+	req, err := http.NewRequest("GET", u.String(), nil)
+	if err != nil {
+		panic(err)
+	}
+	t := T{u.Scheme, req.URL.Host, strings.ToUpper(u.Path), map[string]string{}}
+	for k, v := range u.Query() {
+		t.Query[k] = strings.Join(v, ",")
+	}
+	b, _ := json.Marshal(t)
+	fmt.Fprintln(os.Stdout, string(b))
+}
+`
+
 type build struct {
 	name   string // column name
 	goroot string
@@ -48,6 +84,7 @@ type build struct {
 type binary struct {
 	file     int64
 	sections map[string]uint64
+	funcs    map[string]uint64 // text symbols and their sizes
 }
 
 func main() {
@@ -75,14 +112,20 @@ func main() {
 	}
 	check(os.MkdirAll(dir, 0o777))
 	check(os.WriteFile(filepath.Join(dir, "hello.go"), []byte(hello), 0o666))
+	check(os.WriteFile(filepath.Join(dir, "small.go"), []byte(small), 0o666))
 
+	// The first three are compared section by section; the last two give
+	// the stripped sizes.
 	builds := []build{
 		{"upstream", *upRoot, nil},
 		{"fork -sframe=false", fr, []string{"-ldflags=-sframe=false"}},
 		{"fork", fr, nil},
+		{"upstream -s -w", *upRoot, []string{"-ldflags=-s -w"}},
+		{"fork -sframe=false -s -w", fr, []string{"-ldflags=-sframe=false -s -w"}},
 	}
 	progs := []struct{ name, pkg string }{
 		{"hello", filepath.Join(dir, "hello.go")},
+		{"small", filepath.Join(dir, "small.go")},
 		{"cmd/go", "cmd/go"},
 	}
 	for _, p := range progs {
@@ -109,13 +152,44 @@ func measure(path string) binary {
 	f, err := elf.Open(path)
 	check(err)
 	defer f.Close()
-	b := binary{file: st.Size(), sections: map[string]uint64{}}
+	b := binary{file: st.Size(), sections: map[string]uint64{}, funcs: map[string]uint64{}}
 	for _, s := range f.Sections {
 		if s.Name != "" && s.Type != elf.SHT_NOBITS {
 			b.sections[s.Name] = s.FileSize
 		}
 	}
+	syms, _ := f.Symbols() // none when stripped
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			b.funcs[s.Name] += s.Size
+		}
+	}
 	return b
+}
+
+// features names, by the fork's function names, what each new function of
+// the runtime is for; the first match wins.
+var features = []struct{ name, prefixes string }{
+	{"lineage ABI", "runtime.lineage"},
+	{"fpunwindcheck", "runtime.fpunwindcheck"},
+	{"goroutine profile by frame pointers", "runtime.savegFP runtime.gfp runtime.goroutineProf runtime.forEachGProfile"},
+	{"heap profile by frame pointers", "runtime.mProf runtime.memProf runtime.fp runtime.specialProf runtime.prefetch"},
+	{"GODEBUG range checks", "runtime.parseDebugClamped runtime.debugClamped"},
+	{"frame-pointer boundaries", "runtime.asyncPreemptFP runtime.goexitResumeFP runtime.cgocallbackLink runtime.preemptFP"},
+}
+
+func feature(name string) string {
+	for _, f := range features {
+		for _, p := range strings.Fields(f.prefixes) {
+			if strings.HasPrefix(name, p) {
+				return f.name
+			}
+		}
+	}
+	if strings.HasPrefix(name, "runtime.") {
+		return "other runtime"
+	}
+	return "other packages"
 }
 
 // group is the summary row a section is counted in.
@@ -143,6 +217,8 @@ func print(prog string, builds []build, bins []binary, all bool) {
 	fmt.Printf("\n%s (%s, -trimpath)\n\n", prog, goarch)
 	fmt.Printf("| | %s | %s | %s |\n|---|---:|---:|---:|\n", builds[0].name, builds[1].name, builds[2].name)
 	fmt.Printf("| file | %d | %d (%+.2f%%) | %d (%+.2f%%) |\n", up.file, nosf.file, pct(nosf.file, up.file), fk.file, pct(fk.file, up.file))
+	ups, nosfs := bins[3], bins[4]
+	fmt.Printf("| file, stripped (-s -w) | %d | %d (%+.2f%%) | |\n", ups.file, nosfs.file, pct(nosfs.file, ups.file))
 	sf := int64(fk.sections[".sframe"])
 	fmt.Printf("| .sframe | | | %d (%.2f%% of the file) |\n", sf, 100*float64(sf)/float64(fk.file))
 	sum := func(b binary, g string) (n int64) {
@@ -161,10 +237,44 @@ func print(prog string, builds []build, bins []binary, all bool) {
 	// segments, which moves in page-sized steps.
 	u, f := up.file-sum(up, ""), nosf.file-sum(nosf, "")
 	fmt.Printf("| headers, alignment | %d | %d (%+d) | |\n", u, f, f-u)
+
+	// The text the fork adds, by feature: new functions, and the growth
+	// (or shrinking) of functions both have, from the symbol tables of
+	// the builds without .sframe.
+	byFeature := map[string][2]int64{} // new, changed
+	for name, size := range nosf.funcs {
+		old, ok := up.funcs[name]
+		ft := feature(name)
+		v := byFeature[ft]
+		if !ok {
+			v[0] += int64(size)
+		} else {
+			v[1] += int64(size) - int64(old)
+		}
+		byFeature[ft] = v
+	}
+	for name, size := range up.funcs {
+		if _, ok := nosf.funcs[name]; !ok {
+			v := byFeature[feature(name)]
+			v[1] -= int64(size)
+			byFeature[feature(name)] = v
+		}
+	}
+	fmt.Printf("\n| %s: text by feature | new functions | changed or removed functions |\n|---|---:|---:|\n", prog)
+	names := []string{}
+	for _, f := range features {
+		names = append(names, f.name)
+	}
+	names = append(names, "other runtime", "other packages")
+	for _, n := range names {
+		if v := byFeature[n]; v != [2]int64{} {
+			fmt.Printf("| %s | %d | %+d |\n", n, v[0], v[1])
+		}
+	}
 	if !all {
 		return
 	}
-	var names []string
+	names = nil
 	for n := range nosf.sections {
 		names = append(names, n)
 	}
