@@ -18,7 +18,11 @@
 // (sigpanic panics or throws), so the runtime's frame-pointer unwinders
 // (tracer, block and mutex profiles, heap profile, goroutine profile,
 // lineage creation stacks) take the slow path while a goroutine's _panic is
-// set. Panics are rare, and the check is one load.
+// set, and from the signal on: the signal handler sets gp.sig when it
+// injects sigpanic, and recovery clears it when the last panic ends, while
+// gopanic sets _panic only after its prologue, where the goroutine may be
+// preempted and traced with sigpanic below it. Panics are rare, and the
+// check is two loads.
 //
 // Found by GODEBUG=fpunwindcheck over upstream's sync/atomic tests
 // (TestNilDeref) with the tracer on (misc/fpcheck/stdsuites.bash).
@@ -26,7 +30,8 @@
 package runtime
 
 // fpUnwindPanicking reports whether gp's stack may hold a frame the
-// frame-pointer chain skips: gp is panicking. gp may be nil.
+// frame-pointer chain skips: gp is panicking, or a signal made it call
+// sigpanic. gp may be nil.
 func fpUnwindPanicking(gp *g) bool {
-	return gp != nil && gp._panic != nil
+	return gp != nil && (gp._panic != nil || gp.sig != 0)
 }

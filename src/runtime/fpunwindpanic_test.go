@@ -60,3 +60,16 @@ func TestBlockProfilePanicking(t *testing.T) {
 		t.Errorf("no block profile record through panicLeafNil")
 	}
 }
+
+// TestFPUnwindPanickingSignal checks that a goroutine counts as panicking
+// from the signal that injects sigpanic on, before gopanic sets _panic:
+// gopanic's prologue may be preempted, and the tracer then records its
+// stack, with the frameless leaf's caller in no frame record.
+func TestFPUnwindPanickingSignal(t *testing.T) {
+	if runtime.FPUnwindPanickingWithSig(0) {
+		t.Error("a goroutine with no signal and no panic counts as panicking")
+	}
+	if !runtime.FPUnwindPanickingWithSig(11) {
+		t.Error("a goroutine with a signal pending (sigpanic injected) does not count as panicking")
+	}
+}
