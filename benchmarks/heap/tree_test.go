@@ -89,36 +89,93 @@ func BenchmarkTreeCost(b *testing.B) {
 			for range 256 {
 				workload.Sink = buildTree(depth)
 			}
-			// The differences per tree, a pair of rounds each.
-			var wallDiff, cpuDiff []float64
-			b.ResetTimer()
-			for done := 0; done < b.N; {
-				n := min(treeCostRound, b.N-done)
-				var wall, cpu [2]time.Duration
-				for i, rate := range []int{def, 4096} {
-					// Trees at the new rate first, 2 MB of them, move the
-					// sampling point to it.
-					b.StopTimer()
-					runtime.MemProfileRate = rate
-					for range max(4, (2<<20)>>(depth+7)) {
-						workload.Sink = buildTree(depth)
-					}
-					b.StartTimer()
-					t0, c0 := time.Now(), workload.CPUTime()
-					for range n {
-						workload.Sink = buildTree(depth)
-					}
-					wall[i] += time.Since(t0)
-					cpu[i] += workload.CPUTime() - c0
-				}
-				wallDiff = append(wallDiff, float64(wall[1]-wall[0])/float64(n))
-				cpuDiff = append(cpuDiff, float64(cpu[1]-cpu[0])/float64(n))
-				done += n
+			// Trees at the new rate first, 2 MB of them, move the sampling
+			// point to it.
+			pairedRounds(b, def, treeCostRound, max(4, (2<<20)>>(depth+7)), func() { workload.Sink = buildTree(depth) })
+		})
+	}
+}
+
+// pairedRounds runs b.N calls of build in pairs of rounds of up to round
+// calls, one at the default rate def and one at rate 4096, each after warm
+// calls at its rate outside the timer, and reports the medians over the
+// pairs of the difference per call, in wall time (profile-ns/op) and in
+// the process's CPU time (profile-cpu-ns/op). Medians: a round that a
+// burst of other work on the machine slowed does not move them.
+func pairedRounds(b *testing.B, def, round, warm int, build func()) {
+	var wallDiff, cpuDiff []float64
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(round, b.N-done)
+		var wall, cpu [2]time.Duration
+		for i, rate := range []int{def, 4096} {
+			b.StopTimer()
+			runtime.MemProfileRate = rate
+			for range warm {
+				build()
 			}
-			// Medians: a round that a burst of other work on the machine
-			// slowed does not move them.
-			b.ReportMetric(median(wallDiff), "profile-ns/op")
-			b.ReportMetric(median(cpuDiff), "profile-cpu-ns/op")
+			b.StartTimer()
+			t0, c0 := time.Now(), workload.CPUTime()
+			for range n {
+				build()
+			}
+			wall[i] += time.Since(t0)
+			cpu[i] += workload.CPUTime() - c0
+		}
+		wallDiff = append(wallDiff, float64(wall[1]-wall[0])/float64(n))
+		cpuDiff = append(cpuDiff, float64(cpu[1]-cpu[0])/float64(n))
+		done += n
+	}
+	b.ReportMetric(median(wallDiff), "profile-ns/op")
+	b.ReportMetric(median(cpuDiff), "profile-cpu-ns/op")
+}
+
+// coldPrefixBits is the depth of the call prefix under which
+// BenchmarkTreeCold builds each tree: 2^coldPrefixBits distinct prefixes.
+const coldPrefixBits = 16
+
+// underPrefix calls f under bits frames, each from one of two call sites
+// chosen by one bit of prefix, so that every prefix makes every stack
+// below it one the process has not seen.
+//
+//go:noinline
+func underPrefix(bits int, prefix uint32, f func()) {
+	switch {
+	case bits == 0:
+		f()
+	case prefix&1 == 0:
+		underPrefix(bits-1, prefix>>1, f)
+	default:
+		underPrefix(bits-1, prefix>>1, f)
+		runtime.KeepAlive(prefix)
+	}
+}
+
+// coldPrefix is the next prefix BenchmarkTreeCold builds a tree under. It
+// is never reused in a process, across the runs the testing package makes
+// of a benchmark, and across depths.
+var coldPrefix uint32
+
+// BenchmarkTreeCold measures the heap profiler's cost on stacks it meets
+// for the first time, as in a fresh process, a short-lived program or a
+// test run with -memprofile: BenchmarkTreeCost's tree, each under a
+// prefix of calls no earlier tree had, so that every sampled stack is
+// new. Like BenchmarkTreeCost, it pairs rounds at the default rate and at
+// rate 4096 and reports the median difference per tree. The prefixes run
+// out after 2^16 trees in a process; the benchmark stops there.
+func BenchmarkTreeCold(b *testing.B) {
+	for _, depth := range []int{9, 12} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			def := runtime.MemProfileRate
+			defer func() { runtime.MemProfileRate = def }()
+			// Two trees a call (one a rate), four more a round.
+			if uint64(coldPrefix)+2*uint64(b.N)+8*uint64(b.N/(treeCostRound/4)+1) >= 1<<coldPrefixBits {
+				b.Fatalf("%d trees would run out of distinct prefixes: run with a smaller -benchtime", b.N)
+			}
+			pairedRounds(b, def, treeCostRound/4, 4, func() {
+				underPrefix(coldPrefixBits, coldPrefix, func() { workload.Sink = buildTree(depth) })
+				coldPrefix++
+			})
 		})
 	}
 }

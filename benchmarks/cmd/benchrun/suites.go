@@ -40,7 +40,7 @@ func allSuites(lineage string) []*suite {
 		{
 			name: "heap",
 			runs: []run{
-				{pkg: "./heap", bench: "^Benchmark(Alloc64|StackCapture|Callers|Tree|TreeCost)$"},
+				{pkg: "./heap", bench: "^Benchmark(Alloc64|StackCapture|Callers|Tree|TreeCost|TreeCold)$"},
 				// 30 sub-benchmarks (Ps x rates x goroutines).
 				{pkg: "./heap", bench: "^BenchmarkScaling$", benchtime: "0.5s"},
 				{pkg: "./heap", bench: "^Benchmark(Garbage|JSON)$", env: []string{"BENCH_MEMPROFILERATE=1"}},
