@@ -7,9 +7,8 @@
 // A sampled allocation whose physical stack was seen before finds its
 // bucket in memProfStacks (mprof_fpstktab.go), a chained table: one load
 // of the chain's head, then one of the entry, each a cache miss once a
-// program has thousands of stacks, and the second waits for the first.
-// That wait was half the heap profiler's cost on a workload that allocates
-// from thousands of stacks (doc/profiling-fp.md).
+// program has thousands of stacks, and the second waits for the first
+// (doc/profiling-fp.md has the measurements).
 //
 // memProfIndex keeps the same mapping in place: an array of 16384 slots of
 // two cache lines, each holding the key, the bucket and the physical stack
@@ -19,8 +18,8 @@
 // a collision, so it waits for memory once. The comparison is exact, as
 // the chained table's. The slots take 2 MB of address space, whose pages
 // are touched as stacks arrive (upstream's bucket hash takes 1.4 MB).
-// Slots of 40 or 56 frames measured slower on many stacks: more pages,
-// more TLB misses.
+// Larger slots, for deeper stacks, mean more pages and more TLB misses on
+// many stacks.
 //
 // A stack enters the index the second time it is sampled, from the
 // chained table where its first sighting put it: a program's rare stacks

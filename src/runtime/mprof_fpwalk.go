@@ -159,55 +159,14 @@ func fpPlainPC(pc uintptr) bool {
 
 // fpStackHash hashes a PC slice and one extra word. It runs on every
 // sampled allocation and for every goroutine a profile walks, after the
-// walk, so its latency is the profiler's. stkbucket's mixing is one chain
-// of dependent shifts and adds, about five cycles a frame: 15% of the
-// goroutine profile of 10,000 moved goroutines 22 frames deep, and about
-// 50 ns of an allocation sampled 32 frames deep. fpStackHash keeps four
-// independent lanes, frame i in lane i%4, each a multiply and a rotation
-// a frame, which the CPU runs side by side, and mixes the lanes, the
-// length and extra at the end. Lookups compare whole stacks, so the hash
-// only spreads them (TestFPStackHash, TestFPStackHashSpread).
+// walk, and the lookup that follows waits for it, so its latency is the
+// profiler's. It is the runtime's memory hash, which hashes PC arrays for
+// the tracer too (tracemap.go): AES rounds on CPUs that have them, with
+// extra as the seed. Lookups compare whole stacks, so the hash only
+// spreads them (TestFPStackHash, TestFPStackHashSpread).
 func fpStackHash(stk []uintptr, extra uintptr) uintptr {
-	const (
-		k0 = fpHashMul // odd multipliers with well-mixed bits
-		k1 = 0xbf58476d1ce4e5b9
-		k2 = 0x94d049bb133111eb
-	)
-	n := uint64(len(stk))
-	// Distinct starting values, so that a frame does not hash alike in
-	// every lane.
-	a, b, c, d := uint64(1), uint64(2), uint64(3), uint64(4)
-	for len(stk) >= 4 {
-		a = fpHashLane(a, stk[0])
-		b = fpHashLane(b, stk[1])
-		c = fpHashLane(c, stk[2])
-		d = fpHashLane(d, stk[3])
-		stk = stk[4:]
+	if len(stk) == 0 {
+		return memhash64(noescape(unsafe.Pointer(&extra)), 0)
 	}
-	switch len(stk) {
-	case 3:
-		c = fpHashLane(c, stk[2])
-		fallthrough
-	case 2:
-		b = fpHashLane(b, stk[1])
-		fallthrough
-	case 1:
-		a = fpHashLane(a, stk[0])
-	}
-	h := (a ^ b<<16 ^ b>>48) * k1
-	h ^= (c ^ d<<16 ^ d>>48) * k2
-	h ^= (uint64(extra) ^ n<<56) * k0
-	h ^= h >> 31
-	h *= k1
-	h ^= h >> 29
-	return uintptr(h)
-}
-
-// fpHashMul is the multiplier of fpStackHash's lanes.
-const fpHashMul = 0x9e3779b97f4a7c15
-
-// fpHashLane mixes pc into h, one lane of fpStackHash.
-func fpHashLane(h uint64, pc uintptr) uint64 {
-	h = (h ^ uint64(pc)) * fpHashMul
-	return h<<27 | h>>37
+	return memhash(unsafe.Pointer(unsafe.SliceData(stk)), extra, uintptr(len(stk))*goarch.PtrSize)
 }

@@ -57,7 +57,7 @@ func TestFPWalk(t *testing.T) {
 
 // TestFPStackHash checks that the stack hash tells apart stacks that
 // differ in one frame, in the order of two frames, in length or in the
-// extra word, whichever lanes the frames fall in.
+// extra word.
 func TestFPStackHash(t *testing.T) {
 	base := uintptr(0x400000)
 	for n := 1; n <= 48; n++ {
