@@ -17,6 +17,7 @@ import (
 	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/sframe"
 	"fpsafe.dev/misc/lineage"
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // TestSFrameDynamic is the dynamic check of the linker's SFrame table: it
@@ -243,8 +244,11 @@ func (c *sframeCounts) thread(t *testing.T, b *gobin.Binary, sec *sframe.Section
 // fpSubchain reports whether the frame-pointer chain fp is the SFrame chain
 // sf with only the callers a frame-pointer walk cannot see left out, and
 // how many: the innermost frame's caller when the thread is not in its
-// frame record, and the caller of a frameless function that the signal
-// handler interrupted with an injected call (asyncPreempt above a leaf).
+// frame record; the caller of a frameless function that the signal
+// handler interrupted with an injected call (asyncPreempt above a leaf);
+// and the caller of a function that made its call before building its
+// frame record (the call to morestack in a prologue, which leaves the
+// frame-pointer register at the caller's record).
 func fpSubchain(b *gobin.Binary, sf, fp []uint64, inRecord bool) (extra int, ok bool) {
 	if len(sf) == 0 || len(fp) == 0 || sf[0] != fp[0] {
 		return 0, false
@@ -253,13 +257,17 @@ func fpSubchain(b *gobin.Binary, sf, fp []uint64, inRecord bool) (extra int, ok 
 		f := b.FindFunc(sf[i-1] - min(uint64(i-1), 1))
 		return f != nil && slices.Contains(fpchain.InjectedCalls, f.Name)
 	}
+	unframed := func(i int) bool { // sf[i] made its call with no frame allocated
+		f := b.FindFunc(sf[i] - 1)
+		return f != nil && f.SPDelta(sf[i]-1) == 0
+	}
 	// match matches sf[i:] against fp[j:], trying at each place a caller
 	// may be missing both readings (identical PCs, as in a recursion, make
 	// a greedy match ambiguous).
 	var match func(i, j int) (int, bool)
 	match = func(i, j int) (int, bool) {
 		for ; i < len(sf); i++ {
-			canSkip := i == 1 && !inRecord || i >= 2 && injected(i-1)
+			canSkip := i == 1 && !inRecord || i >= 2 && (injected(i-1) || unframed(i-1))
 			same := j < len(fp) && sf[i] == fp[j]
 			switch {
 			case same && canSkip:
@@ -323,4 +331,72 @@ func (c *sframeCounts) report(t *testing.T, b *gobin.Binary, what string, sf, fp
 		return out
 	}
 	t.Errorf("%s (error %v):\nSFrame: %v\nFP:     %v", what, err, name(sf), name(fp))
+}
+
+// TestFPSubchainMorestack checks fpSubchain on a thread stopped in
+// morestack_noctxt, called from a prologue whose frame record does not
+// exist yet: the frame-pointer walk misses both that function and its
+// caller, whose record the frame-pointer register still holds. The
+// stack is built from the busy fixture's own code: main.main's call to
+// morestack, a PC inside runtime.main's frame, and runtime.goexit.
+func TestFPSubchainMorestack(t *testing.T) {
+	b, err := gobin.Open(fixture(t, "busy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Arch != "amd64" {
+		t.Skipf("the fixture is %s; the call is decoded for amd64", b.Arch)
+	}
+	leaf, caller, outer, root := b.LookupFunc("runtime.morestack_noctxt"), b.LookupFunc("main.main"), b.LookupFunc("runtime.main"), b.LookupFunc("runtime.goexit")
+	if leaf == nil || caller == nil || outer == nil || root == nil {
+		t.Fatal("the fixture lacks runtime.morestack_noctxt, main.main, runtime.main or runtime.goexit")
+	}
+	code, err := b.Code(caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ret uint64 // main.main's return address from its call to morestack
+	for off := 0; off < len(code); {
+		inst, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			t.Fatalf("decoding main.main+%#x: %v", off, err)
+		}
+		off += inst.Len
+		if rel, ok := inst.Args[0].(x86asm.Rel); ok && inst.Op == x86asm.CALL && caller.Entry+uint64(off)+uint64(int64(rel)) == leaf.Entry {
+			ret = caller.Entry + uint64(off)
+			break
+		}
+	}
+	if ret == 0 {
+		t.Fatal("main.main does not call runtime.morestack_noctxt")
+	}
+	var inOuter uint64 // a PC in runtime.main's body, where its frame exists
+	if runs, ok := outer.SPDeltaRuns(); ok {
+		for _, r := range runs {
+			if r.Value > 0 {
+				inOuter = r.Start + 1
+				break
+			}
+		}
+	}
+	if inOuter == 0 {
+		t.Fatal("runtime.main has no PC with a frame")
+	}
+	sf := []uint64{leaf.Entry, ret, inOuter, root.Entry + 1}
+	for _, c := range []struct {
+		fp    []uint64
+		extra int
+		ok    bool
+	}{
+		{[]uint64{sf[0], sf[3]}, 2, true},        // the register holds runtime.main's record
+		{[]uint64{sf[0], sf[2], sf[3]}, 1, true}, // a walk that found runtime.main
+		{[]uint64{sf[0]}, 0, false},              // runtime.goexit cannot be missed
+		{[]uint64{sf[0], sf[2]}, 0, false},       // nor the chain's end
+	} {
+		extra, ok := fpSubchain(b, sf, c.fp, false)
+		if ok != c.ok || ok && extra != c.extra {
+			t.Errorf("fpSubchain(%#x, %#x) = %d, %v; want %d, %v", sf, c.fp, extra, ok, c.extra, c.ok)
+		}
+	}
 }
