@@ -15,6 +15,13 @@ import (
 var rateLabel string
 
 func TestMain(m *testing.M) {
+	if spec, ok := os.LookupEnv(coldEnv); ok {
+		if err := coldChildMain(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
 	var err error
 	if rateLabel, err = workload.ApplyMemProfileRateEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -2,10 +2,12 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-// Hooks for the tests of the frame-pointer walker (mprof_fpwalk_test.go)
-// and its benchmarks (mprof_heapfp_bench_test.go).
+// Hooks for the tests of the frame-pointer walker and the stack table
+// (mprof_fpwalk_test.go) and for their benchmarks (mprof_heapfp_bench_test.go).
 
 package runtime
+
+import "unsafe"
 
 // FPStackHash is the hash the profiles' stack tables and index use.
 func FPStackHash(stk []uintptr, extra uintptr) uintptr { return fpStackHash(stk, extra) }
@@ -26,3 +28,27 @@ func FPWalkHere(buf []uintptr) int {
 func CallersHere(buf []uintptr) int {
 	return callers(1, buf)
 }
+
+// FPStackTabTails inserts phys into a table of its own that shares tails
+// with its buckets, mapped to a new bucket of stack stk (not in any
+// profile), and reports the bytes the table allocated for the entry,
+// whether phys finds that bucket, and whether each of others finds none.
+func FPStackTabTails(phys, stk []uintptr, others [][]uintptr) (bytes uintptr, found bool, othersMiss []bool) {
+	tab := &fpStackTabTailsTest
+	*tab = fpStackTab{name: "test", nbuckets: 1 << 4, bucketTails: true}
+	b := newBucket(memProfile, len(stk))
+	copy(b.stk(), stk)
+	tab.insert(fpStackHash(phys, 1), phys, 1, false, nil, b, false)
+	e := tab.lookup(fpStackHash(phys, 1), phys, 1, false)
+	for _, o := range others {
+		othersMiss = append(othersMiss, tab.lookup(fpStackHash(o, 1), o, 1, false) == nil)
+	}
+	return tab.bytes.Load(), e != nil && e.bucket == b, othersMiss
+}
+
+// fpStackTabTailsTest is FPStackTabTails's table, new at each call (the
+// old one's memory is not reused).
+var fpStackTabTailsTest fpStackTab
+
+// FPStackEntryHeader is the size of a stack table entry without its PCs.
+const FPStackEntryHeader = unsafe.Sizeof(fpStackEntry{})
