@@ -36,7 +36,9 @@ func CallersHere(buf []uintptr) int {
 func FPStackTabTails(phys, stk []uintptr, others [][]uintptr) (bytes uintptr, found bool, othersMiss []bool) {
 	tab := &fpStackTabTailsTest
 	*tab = fpStackTab{name: "test", nbuckets: 1 << 4, bucketTails: true}
+	lock(&profInsertLock)
 	b := newBucket(memProfile, len(stk))
+	unlock(&profInsertLock)
 	copy(b.stk(), stk)
 	tab.insert(fpStackHash(phys, 1), phys, 1, false, nil, b, false)
 	e := tab.lookup(fpStackHash(phys, 1), phys, 1, false)

@@ -38,6 +38,8 @@ type memProfFuncs struct {
 	flush     func(index uint32) // publish future cycle index
 	foldFrees func()             // sweep done: every P's frees
 	destroyP  func(pp *p)        // a P goes away
+	// bucketAlloc allocates a heap profile bucket (newBucket).
+	bucketAlloc func(size uintptr) unsafe.Pointer
 }
 
 // goroutineProfFuncs is the goroutine profile's frame-pointer path.
@@ -59,7 +61,7 @@ type fpProfFuncs struct {
 // profile, take a goroutine profile, or (fpProfHooks) read any profile or
 // trace recorded by frame pointers.
 var (
-	memProfHooks       = memProfFuncs{mProf_Malloc, memProfFreeSpecial, memProfPFoldAll, memProfFlushCycle, memProfPFoldFreesAll, memProfDestroyP}
+	memProfHooks       = memProfFuncs{mProf_Malloc, memProfFreeSpecial, memProfPFoldAll, memProfFlushCycle, memProfPFoldFreesAll, memProfDestroyP, memProfBucketAlloc}
 	goroutineProfHooks = goroutineProfFuncs{savegFP}
 	fpProfHooks        = fpProfFuncs{fpProfScratchInit, fpunwindcheckBlockEvent, fpunwindcheckTraceStack, fpunwindcheckReport}
 )

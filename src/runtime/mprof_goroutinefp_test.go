@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -69,6 +68,7 @@ func fpgPark(t *testing.T) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Fd() // puts r in blocking mode: its reads are system calls, not parks
 	var started, exited sync.WaitGroup
 	states := map[string]func(){
 		"chan": func() { <-done },
@@ -86,7 +86,7 @@ func fpgPark(t *testing.T) (stop func()) {
 			case <-done:
 			}
 		},
-		"syscall": func() { var b [1]byte; syscall.Read(int(r.Fd()), b[:]) },
+		"syscall": func() { var b [1]byte; r.Read(b[:]) }, // blocking: r.Fd below
 		"locked":  func() { runtime.LockOSThread(); <-done; runtime.UnlockOSThread() },
 		"recovered": func() {
 			defer func() { recover(); <-done }()

@@ -2,6 +2,8 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
+//go:build unix
+
 package runtime_test
 
 import (
@@ -10,9 +12,9 @@ import (
 	"testing"
 )
 
-// cpuNanos is the process's user+system CPU time, which unlike wall time
-// includes the GC's background work and excludes time waiting for a CPU on
-// a loaded machine.
+// cpuNanos is the process's user+system CPU time (getrusage, hence the
+// build constraint), which unlike wall time includes the GC's background
+// work and excludes time waiting for a CPU on a loaded machine.
 func cpuNanos() int64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

@@ -21,7 +21,7 @@ func TestGatedHooks(t *testing.T) {
 	testenv.MustHaveGoBuild(t)
 	t.Parallel()
 
-	heap := []string{"runtime.mProf_Malloc", "runtime.memProfPFoldAll"}
+	heap := []string{"runtime.mProf_Malloc", "runtime.memProfPFoldAll", "runtime.memProfBucketAlloc"}
 	goroutine := []string{"runtime.savegFP"}
 	check := []string{"runtime.fpunwindcheckRecord"}
 	tests := []struct {
