@@ -30,9 +30,9 @@ const memProfBucketChunk = 256 << 10
 
 var memProfBuckets struct {
 	base      uintptr // current chunk (persistent memory: no write barrier)
-	off       uintptr        // bytes of it handed out
-	chunks    uintptr        // chunks allocated
-	populated uintptr        // chunks the kernel filled
+	off       uintptr // bytes of it handed out
+	chunks    uintptr // chunks allocated
+	populated uintptr // chunks the kernel filled
 }
 
 // memProfBucketAlloc returns size bytes of zeroed persistent memory for a
