@@ -101,6 +101,17 @@ func (w *Walk) walk(mem target.Mem, bin *gobin.Binary, bias uint64, regs target.
 	if isRoot(bin, pc-bias) {
 		return none, false
 	}
+	if start == 0 && factsOf(bin, pc-bias).sigreturn {
+		// Stopped in the restorer: the handler has returned, its RET took
+		// the signal frame's pretcode, and SP is at the ucontext that
+		// holds the interrupted registers. The word at SP is no return
+		// address (it is uc_flags).
+		if next, ok := sigContextAt(mem, bin, regs.SP-8); ok {
+			return next, true
+		}
+		w.Stop = "in the signal restorer, without its signal frame"
+		return none, false
+	}
 	inner := true
 	if tab := Table(bin); tab != nil {
 		next, end := w.sframeSteps(mem, bin, tab, bias, regs)
@@ -318,6 +329,24 @@ const (
 // that they are plausible: a canonical non-zero PC, inside the executable's
 // Go text or, for foreign code, with a readable aligned SP.
 func SigContext(mem target.Mem, bin *gobin.Binary, bias, entrySP uint64) (target.Regs, bool) {
+	if bin.Arch != "arm64" {
+		// The frame's pretcode is the handler's return address: if it is
+		// in Go code at all, it must be the runtime's restorer (else this
+		// trampoline was called, not entered by the kernel).
+		pret, err := target.Word(mem, entrySP)
+		if err != nil || pret == 0 {
+			return target.Regs{}, false
+		}
+		if bin.FindFunc(pret-bias) != nil && !bin.FuncNameIs(pret-bias, sigreturn) {
+			return target.Regs{}, false
+		}
+	}
+	return sigContextAt(mem, bin, entrySP)
+}
+
+// sigContextAt is SigContext without the check of the amd64 frame's
+// pretcode, which a handler that has returned no longer has.
+func sigContextAt(mem target.Mem, bin *gobin.Binary, entrySP uint64) (target.Regs, bool) {
 	var r target.Regs
 	var limit uint64
 	switch bin.Arch {
@@ -332,16 +361,6 @@ func SigContext(mem target.Mem, bin *gobin.Binary, bias, entrySP uint64) (target
 		r.PC = le64(b[32*8:])
 		limit = 1 << 56
 	default:
-		// The frame's pretcode is the handler's return address: if it is in
-		// Go code at all, it must be the runtime's restorer (else this
-		// trampoline was called, not entered by the kernel).
-		pret, err := target.Word(mem, entrySP)
-		if err != nil || pret == 0 {
-			return r, false
-		}
-		if bin.FindFunc(pret-bias) != nil && !bin.FuncNameIs(pret-bias, sigreturn) {
-			return r, false
-		}
 		var b [17 * 8]byte
 		if mem.ReadAt(b[:], entrySP+amd64Gregs) != nil {
 			return r, false

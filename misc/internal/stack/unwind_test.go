@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"fpsafe.dev/misc/internal/gobin"
 	"fpsafe.dev/misc/internal/gobin/gobintest"
 	"fpsafe.dev/misc/internal/target"
 )
@@ -36,6 +37,20 @@ func (m fakeMem) put(addr, v uint64) {
 
 //go:noinline
 func interrupted() int { return 1 }
+
+// putInterrupted writes into the signal frame's registers at gregs a
+// goroutine on the stack at goStack interrupted at the entry of self,
+// which is frameless there (its return address, into goexit, is at its
+// SP), and returns its PC and frame pointer.
+func putInterrupted(mem fakeMem, gregs, goStack, bias uint64, self, goexit *gobin.Func) (rip, fp uint64) {
+	sp := goStack + 0x200
+	rip, fp = self.Entry+bias, goStack+0x300
+	mem.put(gregs+amd64RBP, fp)
+	mem.put(gregs+amd64RSP, sp)
+	mem.put(gregs+amd64RIP, rip)
+	mem.put(sp, goexit.Entry+1+bias)
+	return rip, fp
+}
 
 // TestSignalFrame builds a signal handler's stack by hand: a frame record
 // whose return address is in runtime.sigtramp and whose saved BP is zero
@@ -80,12 +95,7 @@ func TestSignalFrame(t *testing.T) {
 	entrySP := fp0 + 16 + uint64(spd)
 	mem.put(entrySP, restorer.Entry+bias) // pretcode
 	gregs := entrySP + amd64Gregs
-	sp1, fp1 := uint64(goStack+0x200), uint64(goStack+0x300)
-	rip := self.Entry + bias // frameless at entry: return address at SP
-	mem.put(gregs+amd64RBP, fp1)
-	mem.put(gregs+amd64RSP, sp1)
-	mem.put(gregs+amd64RIP, rip)
-	mem.put(sp1, goexit.Entry+1+bias)
+	rip, _ := putInterrupted(mem, gregs, goStack, bias, self, goexit)
 
 	regs := target.Regs{PC: 0x1234, SP: fp0 - 0x40, FP: fp0} // in foreign code
 	w := Unwind(mem, bin, bias, regs)
@@ -122,6 +132,57 @@ func TestSignalFrame(t *testing.T) {
 	w = Unwind(mem, bin, bias, regs)
 	if len(w.PCs) != 2 || len(w.Signal) != 0 {
 		t.Fatalf("walk with unmapped interrupted SP: %#x signal %v", w.PCs, w.Signal)
+	}
+}
+
+// TestSigreturnLeaf stops a thread in the runtime's signal restorer, after
+// the handler returned: SP is at the kernel frame's ucontext, whose first
+// word (uc_flags, 7) is no return address. The walk must go on from the
+// interrupted registers; where the interrupted stack is not readable (the
+// eBPF collector copies only the words above SP) it must stop, and the
+// kernel's frame-pointer walk must be left as it is.
+func TestSigreturnLeaf(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("signal frame layout tested on linux/amd64 only")
+	}
+	bin := gobintest.OpenSelf(t)
+	self := bin.LookupFunc("fpsafe.dev/misc/internal/stack.interrupted")
+	restorer := bin.LookupFunc(sigreturn)
+	goexit := bin.LookupFunc("runtime.goexit")
+	if self == nil || restorer == nil || goexit == nil {
+		t.Fatal("interrupted, sigreturn__sigaction or goexit missing")
+	}
+	bias := uint64(reflect.ValueOf(interrupted).Pointer()) - self.Entry
+	const sigStack, goStack = 0x10000, 0x80000
+	mem := fakeMem{sigStack: make([]byte, 0x1000), goStack: make([]byte, 0x1000)}
+	sp := uint64(sigStack + 0x200)
+	mem.put(sp, 7) // uc_flags
+	gregs := sp - 8 + amd64Gregs
+	rip, fp1 := putInterrupted(mem, gregs, goStack, bias, self, goexit)
+	pc := restorer.Entry + 7 + bias // after MOVL $15, AX
+	regs := target.Regs{PC: pc, SP: sp, FP: fp1}
+
+	w := Unwind(mem, bin, bias, regs)
+	want := []uint64{pc, rip, goexit.Entry + 1 + bias}
+	if !reflect.DeepEqual(w.PCs, want) || !reflect.DeepEqual(w.Signal, []int{1}) {
+		t.Fatalf("walk %#x signal %v (stop %q), want %#x signal [1]", w.PCs, w.Signal, w.Stop, want)
+	}
+
+	// The eBPF collector's copy: the words above SP only.
+	words := make([]uint64, 64)
+	for i := range words {
+		var b [8]byte
+		if mem.ReadAt(b[:], sp+8*uint64(i)) == nil {
+			words[i] = binary.LittleEndian.Uint64(b[:])
+		}
+	}
+	w = Unwind(wordMem{base: sp, words: words}, bin, bias, regs)
+	if len(w.PCs) != 1 || w.Stop == "" {
+		t.Fatalf("walk over the copied words: %#x (stop %q), want the restorer alone and a reason", w.PCs, w.Stop)
+	}
+	kernel := []uint64{pc, goexit.Entry + 1 + bias}
+	if got := RepairKernelWalk(bin, bias, regs, words, kernel); !reflect.DeepEqual(got, kernel) {
+		t.Fatalf("RepairKernelWalk(%#x) = %#x, want it unchanged", kernel, got)
 	}
 }
 
