@@ -47,6 +47,7 @@ import (
 
 	"fpsafe/benchmarks/internal/report"
 	"fpsafe/benchmarks/internal/upstream"
+	"fpsafe/benchmarks/internal/workload"
 )
 
 func main() {
@@ -120,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("fork toolchain: %v (build it with ./make.bash)", err)
 	}
 	if *upRoot == "" {
-		if _, *upRoot, err = upstream.GOROOT(forkGo, os.Environ()); err != nil {
+		if _, *upRoot, err = upstream.GOROOT(forkGo, workload.CleanEnv()); err != nil {
 			return err
 		}
 	}
@@ -160,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, pkg := range []string{"heap", "goprof"} {
 			cmd := exec.CommandContext(ctx, v.gocmd, "test", "-c", "-o", filepath.Join(v.bins, pkg+".test"), "./"+pkg)
 			cmd.Dir = wd
-			cmd.Env = append(os.Environ(), "GOROOT="+v.goroot, "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly")
+			cmd.Env = append(workload.CleanEnv(), "GOROOT="+v.goroot, "GOFLAGS=-mod=readonly")
 			if b, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("%s: go test -c ./%s: %v\n%s", v.name, pkg, err, b)
 			}
@@ -252,7 +253,7 @@ func runVariant(ctx context.Context, v variant) ([]byte, error) {
 	for _, r := range benchRuns {
 		cmd := exec.CommandContext(ctx, filepath.Join(v.bins, r.pkg+".test"),
 			"-test.run=^$", "-test.bench="+r.bench, "-test.count=1", "-test.benchtime="+r.benchtime)
-		cmd.Env = os.Environ()
+		cmd.Env = workload.CleanEnv()
 		if v.godebug != "" {
 			cmd.Env = append(cmd.Env, "GODEBUG="+v.godebug)
 		}

@@ -23,6 +23,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"fpsafe/benchmarks/internal/workload"
 )
 
 type listFlag []string
@@ -317,25 +319,10 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// cleanEnv is the environment every child starts from: the harness's own,
-// minus the settings that would change what is measured unless a variant
-// or run sets them on purpose.
-func cleanEnv() []string {
-	drop := []string{"GODEBUG", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GOTRACEBACK", "GOROOT", "GOTOOLCHAIN", "GOFLAGS", "GOEXPERIMENT", "BENCH_MEMPROFILERATE"}
-	var env []string
-	for _, e := range os.Environ() {
-		name, _, _ := strings.Cut(e, "=")
-		if !slices.Contains(drop, name) {
-			env = append(env, e)
-		}
-	}
-	return append(env, "GOTOOLCHAIN=local")
-}
-
 // goCmd runs a toolchain's go command.
 func goCmd(ctx context.Context, tc *toolchain, dir string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(tc.goroot, "bin", "go"), args...)
 	cmd.Dir = dir
-	cmd.Env = cleanEnv()
+	cmd.Env = workload.CleanEnv()
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"fpsafe/benchmarks/internal/report"
+	"fpsafe/benchmarks/internal/workload"
 )
 
 // runTimeout bounds one benchmark process; a hung benchmark is a failure,
@@ -35,7 +36,7 @@ func runOnce(ctx context.Context, cfg *config, tc *toolchain, bin string, s *sui
 	if r.pkg == "runtime" {
 		cmd.Dir = filepath.Join(tc.goroot, "src", "runtime")
 	}
-	cmd.Env = v.environ(cleanEnv(), r.env)
+	cmd.Env = v.environ(workload.CleanEnv(), r.env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	what := fmt.Sprintf("round %d/%d %s %s %s -bench %s %s", round, cfg.count, s.name, v.spec, r.pkg, r.bench, strings.Join(r.env, " "))

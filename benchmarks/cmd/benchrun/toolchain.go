@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fpsafe/benchmarks/internal/upstream"
+	"fpsafe/benchmarks/internal/workload"
 )
 
 type toolchain struct {
@@ -24,7 +25,7 @@ func resolveToolchains(ctx context.Context, cfg *config) (map[string]*toolchain,
 		return nil, err
 	}
 	// The release the fork is built from, and its GOROOT unless given.
-	upstreamVersion, up, err := upstream.GOROOT(filepath.Join(fork.goroot, "bin", "go"), cleanEnv())
+	upstreamVersion, up, err := upstream.GOROOT(filepath.Join(fork.goroot, "bin", "go"), workload.CleanEnv())
 	if cfg.upstrm != "" {
 		up, err = cfg.upstrm, nil
 	}

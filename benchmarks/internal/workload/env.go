@@ -4,8 +4,26 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 )
+
+// CleanEnv is the environment a harness's children (go commands and test
+// binaries) start from: the harness's own, minus the settings that would
+// change what is measured unless a variant or run sets them on purpose,
+// plus GOTOOLCHAIN=local.
+func CleanEnv() []string {
+	drop := []string{"GODEBUG", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GOTRACEBACK", "GOROOT", "GOTOOLCHAIN", "GOFLAGS", "GOEXPERIMENT", MemProfileRateEnv}
+	var env []string
+	for _, e := range os.Environ() {
+		name, _, _ := strings.Cut(e, "=")
+		if !slices.Contains(drop, name) {
+			env = append(env, e)
+		}
+	}
+	return append(env, "GOTOOLCHAIN=local")
+}
 
 // MemProfileRateEnv is the environment variable through which the harness
 // sets runtime.MemProfileRate for a whole test binary, as

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -53,4 +54,18 @@ func TestWorkloadsRun(t *testing.T) {
 		t.Errorf("JSON document is only %d bytes", j.Size())
 	}
 	j.Step()
+}
+
+func TestCleanEnvDropsRuntimeSettings(t *testing.T) {
+	t.Setenv("GODEBUG", "tracebackancestors=8")
+	t.Setenv("GOGC", "off")
+	env := CleanEnv()
+	for _, e := range env {
+		if strings.HasPrefix(e, "GODEBUG=") || strings.HasPrefix(e, "GOGC=") {
+			t.Errorf("CleanEnv kept %q", e)
+		}
+	}
+	if env[len(env)-1] != "GOTOOLCHAIN=local" {
+		t.Errorf("CleanEnv does not end with GOTOOLCHAIN=local: %q", env[len(env)-1])
+	}
 }
