@@ -1,7 +1,7 @@
 // Ablate measures what each mechanism of the fork's frame-pointer heap and
 // goroutine profilers earns, as issue #40 asks: the cost of each shape
 // with the whole series against the series without that mechanism, in
-// interleaved rounds, beside upstream go1.27.3.
+// interleaved rounds, beside the upstream release named in VERSION.
 //
 // For each mechanism it makes a copy of the fork's GOROOT (hard links,
 // except for the edited files) in which small source edits turn the

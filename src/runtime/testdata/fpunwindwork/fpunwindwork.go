@@ -10,36 +10,40 @@ package fpunwindwork
 
 import (
 	"io"
-	"runtime"
 	"runtime/trace"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
+// Stacks that need a situation of their own (a goroutine stopped in a
+// frameless leaf, one that has not run yet) come from cases, each in a
+// file of its own (case_*.go), which register in init and run in file
+// order.
+var (
+	// ownTrace cases run a trace of their own, before Contend's.
+	ownTrace []func() error
+	// whileTracing cases run while Contend traces, before the
+	// contention. mu is the mutex the contention uses.
+	whileTracing []func(mu *sync.Mutex)
+)
+
 // Contend records execution trace, block and mutex profile stacks (the
-// caller sets the profile rates): contended unlocks, then goroutines that
-// lock, sleep and send under different depths. deep(n, f) must call f
-// under n extra frames; each goroutine calls step, if not nil, in its
-// loop.
+// caller sets the profile rates): the registered cases, contended
+// unlocks, then goroutines that lock, sleep and send under different
+// depths. deep(n, f) must call f under n extra frames; each goroutine
+// calls step, if not nil, in its loop.
 func Contend(deep func(int, func()), step func()) error {
-	// A goroutine that has not run when tracing starts: the trace records
-	// its status with a stack of its entry alone.
-	procs := runtime.GOMAXPROCS(1)
-	unstarted := make(chan bool, 1)
-	go func() { unstarted <- true }()
-	err := trace.Start(io.Discard)
-	runtime.GOMAXPROCS(procs)
-	<-unstarted
-	if err != nil {
+	for _, f := range ownTrace {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	if err := trace.Start(io.Discard); err != nil {
 		return err
 	}
 	var mu sync.Mutex
-	// Faults in a frameless leaf, recovered, with trace events in the
-	// deferred call while the goroutine panics: sigpanic's frame record
-	// skips the leaf's caller.
-	for range 3 {
-		faultInLeaf(&mu)
+	for _, f := range whileTracing {
+		f(&mu)
 	}
 	// Contended unlocks, for the mutex profile.
 	for range 5 {
@@ -85,22 +89,3 @@ func Contend(deep func(int, func()), step func()) error {
 	trace.Stop()
 	return nil
 }
-
-// faultInLeaf calls a frameless leaf that faults, and sleeps and locks in
-// the deferred call that recovers.
-//
-//go:noinline
-func faultInLeaf(mu *sync.Mutex) {
-	defer func() {
-		recover()
-		mu.Lock()
-		time.Sleep(time.Microsecond)
-		mu.Unlock()
-	}()
-	nilLeaf(nil)
-}
-
-// nilLeaf has no frame record: no calls, no locals.
-//
-//go:noinline
-func nilLeaf(p *int32) { atomic.AddInt32(p, 1) }
