@@ -50,3 +50,7 @@ func FPStackExactHere(alter bool) (exact bool, fp, slow []uintptr) {
 
 // FPStackExactArch reports whether fpStackExact can confirm walks here.
 const FPStackExactArch = fpExactByDelta
+
+// MemProfStackBytes returns the bytes of the heap profile stack table's
+// entries.
+func MemProfStackBytes() uintptr { return memProfStacks.bytes.Load() }

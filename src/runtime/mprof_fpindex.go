@@ -21,10 +21,10 @@
 // Larger slots, for deeper stacks, mean more pages and more TLB misses on
 // many stacks.
 //
-// A stack enters the index the second time it is sampled, from the
-// chained table where its first sighting put it: a program's rare stacks
-// (the allocations that took malloc's slow path, one in a span's worth)
-// stay out of the index and leave its room to the stacks it samples often.
+// A stack enters the index when it is found in the chained table, where
+// an earlier sighting put it: a program's rare stacks (the allocations
+// that took malloc's slow path, one in a span's worth) stay out of the
+// index and leave its room to the stacks it samples often.
 // A stack that does not fit (more than fpIndexPCs frames, a PC outside the
 // first module's 4 GB) or whose probe window of fpIndexProbe slots is full
 // stays in the chained table.
@@ -197,7 +197,7 @@ func (t *fpIndex) insert(h uintptr, phys []uintptr, key uintptr, flag bool, b *b
 }
 
 // find returns the bucket of phys, key and flag, whose hash is h, from the
-// index or else from tab, where their first sighting put them, and moves
+// index or else from tab, where an earlier sighting put them, and moves
 // them from tab into the index if it has room. slow reports that the stack
 // must take the slow path; found, that either holds the stack.
 func (t *fpIndex) find(tab *fpStackTab, h uintptr, phys []uintptr, key uintptr, flag bool) (b *bucket, slow, found bool) {

@@ -23,9 +23,9 @@
 // keeps only the PCs of its physical stack that its bucket's stack does
 // not end with: below the frames the profile skips, and without inlined
 // calls, a physical stack ends with its logical one, and the bucket
-// already holds that. A stack's first sighting then writes one copy of
-// it, as upstream does, instead of two: its cost is mostly new memory to
-// fault in and fill, and the table no longer doubles it.
+// already holds that. An entry then costs a few words beyond its bucket:
+// what a new stack costs is mostly new memory to fault in and fill, and
+// the table does not double it.
 //
 // A table is a fixed array of bucket heads, allocated on the first insert,
 // with chains of entries in persistent memory. Entries are immutable once

@@ -27,6 +27,12 @@
 //     callers() as well. Only if the stack is confirmed does the physical
 //     stack's entry point to the bucket; otherwise the entry sends it to
 //     the slow path for good.
+//   - A stack confirmed by its frame sizes gets its entry the second time
+//     it is sampled, not the first: a sample whose logical stack has no
+//     bucket yet creates the bucket and nothing else. Many stacks of a
+//     program that keeps meeting new ones (a fresh process, a short-lived
+//     program) are sampled once, and an entry is memory to fault in and
+//     fill for each; a stack sampled again pays its expansion twice.
 //
 // Entries, like buckets, are never freed. GODEBUG=memprofilefpunwindoff=1
 // restores the upstream path, also when set at run time.
@@ -124,9 +130,11 @@ func mProf_MallocFP(mp *m, p unsafe.Pointer, size uintptr) (*bucket, *specialpro
 	// (mprof_fpexact.go) or else with the slow unwinder.
 	nfp, stopped := fpLogicalPCs(3, phys, sc.logic[:depth], false)
 	if debug.fpunwindcheck == 0 && (nfp == depth || stopped) && fpStackExact(getfp(), gp.stack.lo, hi, phys, sc.recs) {
-		b := stkbucket(memProfile, size, sc.logic[:nfp], true)
-		memProfStacks.insert(h, phys, size, mode == 1, nil, b, false)
-		return b, sp
+		if b := stkbucket(memProfile, size, sc.logic[:nfp], false); b != nil {
+			memProfStacks.insert(h, phys, size, mode == 1, nil, b, false)
+			return b, sp
+		}
+		return stkbucket(memProfile, size, sc.logic[:nfp], true), sp
 	}
 	nstk := callers(4, mp.profStack[:depth])
 	same := eqslice(sc.logic[:nfp], mp.profStack[:nstk])

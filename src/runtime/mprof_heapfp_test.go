@@ -11,6 +11,7 @@ package runtime_test
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -210,6 +211,66 @@ func TestMemProfileFPDepthLimit(t *testing.T) {
 	}
 	if grew != 1 {
 		t.Errorf("allocations past the depth limit landed in %d records, want 1", grew)
+	}
+}
+
+// fpSightDepth is the last depth TestMemProfileFPEntryOnSecondSight used.
+var fpSightDepth = 50
+
+// fpSightAlloc allocates d frames below its caller.
+//
+//go:noinline
+func fpSightAlloc(d int) {
+	if d > 0 {
+		fpSightAlloc(d - 1)
+		return
+	}
+	fpcSink = new([6]int)
+}
+
+// TestMemProfileFPEntryOnSecondSight checks that a new stack's first
+// sampled allocation creates its bucket but no entry in the stack table,
+// and that its second one adds the entry.
+func TestMemProfileFPEntryOnSecondSight(t *testing.T) {
+	if !fpArch() || !runtime.FPStackExactArch {
+		t.Skip("new stacks are confirmed by frame sizes on amd64 only; elsewhere callers() confirms them, and the entry is made at once")
+	}
+	if g := os.Getenv("GODEBUG"); strings.Contains(g, "fpunwindcheck") || strings.Contains(g, "memprofilefpunwindoff") {
+		t.Skip("needs the frame-pointer path without fpunwindcheck, set at startup")
+	}
+	old := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	defer func() { runtime.MemProfileRate = old }()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	// The next sample was drawn at the old rate: reach it, so that every
+	// allocation from here on is sampled.
+	fpcSink = make([]byte, 4<<20)
+	const trials = 10
+	quiet, grew := 0, 0
+	for range trials {
+		// A depth no other trial uses: a stack the process has not seen.
+		fpSightDepth++
+		d := fpSightDepth
+		var bytes [3]uintptr
+		bytes[0] = runtime.MemProfStackBytes()
+		for j := 1; j < len(bytes); j++ {
+			fpSightAlloc(d)
+			bytes[j] = runtime.MemProfStackBytes()
+		}
+		if bytes[1] == bytes[0] {
+			quiet++
+		}
+		if bytes[2] > bytes[1] {
+			grew++
+		}
+	}
+	// Other goroutines may add entries now and then; a first sighting
+	// that added one would do so in every trial.
+	if quiet < trials/2 {
+		t.Errorf("a first sighting added a stack table entry in %d of %d trials", trials-quiet, trials)
+	}
+	if grew != trials {
+		t.Errorf("a second sighting added a stack table entry in %d of %d trials, want all", grew, trials)
 	}
 }
 

@@ -19,7 +19,7 @@ type mechanism struct {
 
 // mechanisms are measured in this order. Each edit restores what the code
 // did before the mechanism: the chained table alone, callers() to confirm
-// a new stack, the full expansion of every PC, whole physical stacks in
+// a new stack, an entry at a stack's first sighting, the full expansion of every PC, whole physical stacks in
 // entries, persistentalloc for buckets, the profile locks for every sample
 // and free, the fixalloc and a walk from the head of the span's specials,
 // a flush of every bucket, the read prefetch, and no prefetching pass.
@@ -27,7 +27,7 @@ var mechanisms = []mechanism{
 	{
 		name:  "index",
 		patch: "0018",
-		what:  "the open-addressed index of stacks sampled twice",
+		what:  "the open-addressed index of stacks found in the table",
 		edits: []edit{
 			{"mprof_fpindex.go",
 				"func (t *fpIndex) find(tab *fpStackTab, h uintptr, phys []uintptr, key uintptr, flag bool) (b *bucket, slow, found bool) {\n",
@@ -44,6 +44,16 @@ var mechanisms = []mechanism{
 		what:  "confirming a new stack by frame sizes instead of callers()",
 		edits: []edit{
 			{"mprof_fpexact.go", "\tif !fpExactByDelta || !fpWalkRecords(", "\tif true || !fpWalkRecords("},
+		},
+	},
+	{
+		name:  "second",
+		patch: "0019",
+		what:  "stack table entries made at a stack's second sighting, not its first",
+		edits: []edit{
+			{"mprof_heapfp.go",
+				"\t\tif b := stkbucket(memProfile, size, sc.logic[:nfp], false); b != nil {",
+				"\t\tif b := stkbucket(memProfile, size, sc.logic[:nfp], true); b != nil {"},
 		},
 	},
 	{
