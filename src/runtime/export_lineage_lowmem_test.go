@@ -10,14 +10,21 @@ import (
 )
 
 // LineageLowRange is where lineageLowAlloc asks for its first chunks:
-// [lo, hi). It is empty where lineageLowAlloc keeps persistentalloc.
+// [lo, hi), below the heap's start as this process found it. It is empty where lineageLowAlloc keeps persistentalloc.
 func LineageLowRange() (lo, hi uintptr) {
 	if GOOS != "linux" || unsafe.Sizeof(uintptr(0)) != 8 || raceenabled || asanenabled || msanenabled {
 		return 0, 0
 	}
-	hi = uintptr(lineageLowHint)
+	hi = atomic.Loaduintptr(&lineageLow.top)
 	return hi - 64*lineageLowChunk, hi
 }
+
+// LineageLowTop is lineageLowTop, where the first chunk ends for a heap
+// that starts at heap, and LineageLowHint is the address it ends at for a
+// heap that is not randomized.
+func LineageLowTop(heap uintptr) uintptr { return lineageLowTop(heap) }
+
+const LineageLowHint = lineageLowHint
 
 // LineageMemory lists the addresses of the registry's blocks and of the
 // regions.
