@@ -29,28 +29,23 @@ func CallersHere(buf []uintptr) int {
 	return callers(1, buf)
 }
 
-// FPStackTabTails inserts phys into a table of its own that shares tails
-// with its buckets, mapped to a new bucket of stack stk (not in any
-// profile), and reports the bytes the table allocated for the entry,
-// whether phys finds that bucket, and whether each of others finds none.
-func FPStackTabTails(phys, stk []uintptr, others [][]uintptr) (bytes uintptr, found bool, othersMiss []bool) {
-	tab := &fpStackTabTailsTest
-	*tab = fpStackTab{name: "test", nbuckets: 1 << 4, bucketTails: true}
-	lock(&profInsertLock)
-	b := newBucket(memProfile, len(stk))
-	unlock(&profInsertLock)
-	copy(b.stk(), stk)
-	tab.insert(fpStackHash(phys, 1), phys, 1, false, nil, b, false)
+// FPStackTabEntry inserts phys into a table of its own and reports the
+// bytes the table allocated for the entry, whether phys finds the entry,
+// and whether each of others finds none.
+func FPStackTabEntry(phys []uintptr, others [][]uintptr) (bytes uintptr, found bool, othersMiss []bool) {
+	tab := &fpStackTabTest
+	*tab = fpStackTab{name: "test", nbuckets: 1 << 4}
+	tab.insert(fpStackHash(phys, 1), phys, 1, false, nil, nil, true)
 	e := tab.lookup(fpStackHash(phys, 1), phys, 1, false)
 	for _, o := range others {
 		othersMiss = append(othersMiss, tab.lookup(fpStackHash(o, 1), o, 1, false) == nil)
 	}
-	return tab.bytes.Load(), e != nil && e.bucket == b, othersMiss
+	return tab.bytes.Load(), e != nil && e.slow, othersMiss
 }
 
-// fpStackTabTailsTest is FPStackTabTails's table, new at each call (the
-// old one's memory is not reused).
-var fpStackTabTailsTest fpStackTab
+// fpStackTabTest is FPStackTabEntry's table, new at each call (the old
+// one's memory is not reused).
+var fpStackTabTest fpStackTab
 
 // FPStackEntryHeader is the size of a stack table entry without its PCs.
 const FPStackEntryHeader = unsafe.Sizeof(fpStackEntry{})

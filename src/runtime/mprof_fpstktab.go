@@ -19,14 +19,6 @@
 // An entry can also say that its stack must take the slow path
 // (entry.slow): the frame-pointer result was not confirmed.
 //
-// In a table that shares tails (bucketTails, the heap profile's), an entry
-// keeps only the PCs of its physical stack that its bucket's stack does
-// not end with: below the frames the profile skips, and without inlined
-// calls, a physical stack ends with its logical one, and the bucket
-// already holds that. An entry then costs a few words beyond its bucket:
-// what a new stack costs is mostly new memory to fault in and fill, and
-// the table does not double it.
-//
 // A table is a fixed array of bucket heads, allocated on the first insert,
 // with chains of entries in persistent memory. Entries are immutable once
 // published, never freed, and pushed onto their chain with a CAS, so
@@ -51,20 +43,15 @@ type fpStackTab struct {
 	name     string  // for sysAlloc accounting
 	nbuckets uintptr // power of two
 	maxBytes uintptr // limit of the entries' bytes; 0 for none
-	// bucketTails makes entries share the PCs at the end of their
-	// physical stack with their bucket's stack (see above). The buckets
-	// must be real ones.
-	bucketTails bool
 
 	buckets atomic.UnsafePointer // *[nbuckets]atomic.UnsafePointer (*fpStackEntry)
 	bytes   atomic.Uintptr       // bytes of entries allocated
 	lock    mutex                // serializes the allocation of buckets
 }
 
-// fpStackEntry is one physical stack (nphys PCs) and what it maps to: a
-// logical stack of nlogic PCs stored after it, and/or a bucket. The last
-// ntail PCs of the physical stack are not stored: they are the last ntail
-// of the bucket's stack.
+// fpStackEntry is one physical stack (nphys PCs, stored after it) and what
+// it maps to: a logical stack of nlogic PCs stored after those, and/or a
+// bucket.
 type fpStackEntry struct {
 	_      sys.NotInHeap
 	next   *fpStackEntry
@@ -72,42 +59,17 @@ type fpStackEntry struct {
 	key    uintptr
 	bucket *bucket // heap profile: the bucket of the logical stack
 	nphys  uint32
-	ntail  uint32
 	nlogic uint32
 	flag   bool
 	slow   bool // the frame-pointer result cannot be trusted: take the slow path
 }
 
-// stored returns the physical PCs stored in e: all but the shared tail.
-func (e *fpStackEntry) stored() []uintptr {
-	return unsafe.Slice((*uintptr)(add(unsafe.Pointer(e), unsafe.Sizeof(*e))), e.nphys-e.ntail)
+func (e *fpStackEntry) phys() []uintptr {
+	return unsafe.Slice((*uintptr)(add(unsafe.Pointer(e), unsafe.Sizeof(*e))), e.nphys)
 }
 
 func (e *fpStackEntry) logic() []uintptr {
-	return unsafe.Slice((*uintptr)(add(unsafe.Pointer(e), unsafe.Sizeof(*e)+uintptr(e.nphys-e.ntail)*goarch.PtrSize)), e.nlogic)
-}
-
-// physIs reports whether e's physical stack is phys.
-func (e *fpStackEntry) physIs(phys []uintptr) bool {
-	own := e.stored()
-	if uintptr(len(phys)) != uintptr(e.nphys) || !eqslice(own, phys[:len(own)]) {
-		return false
-	}
-	if e.ntail == 0 {
-		return true
-	}
-	stk := e.bucket.stk()
-	return eqslice(stk[len(stk)-int(e.ntail):], phys[len(own):])
-}
-
-// commonTail returns how many PCs phys and b's stack end with in common.
-func commonTail(phys []uintptr, b *bucket) int {
-	stk := b.stk()
-	n := 0
-	for n < len(phys) && n < len(stk) && phys[len(phys)-1-n] == stk[len(stk)-1-n] {
-		n++
-	}
-	return n
+	return unsafe.Slice((*uintptr)(add(unsafe.Pointer(e), unsafe.Sizeof(*e)+uintptr(e.nphys)*goarch.PtrSize)), e.nlogic)
 }
 
 func (t *fpStackTab) head(h uintptr) *atomic.UnsafePointer {
@@ -125,7 +87,7 @@ func (t *fpStackTab) lookup(h uintptr, phys []uintptr, key uintptr, flag bool) *
 		return nil
 	}
 	for e := (*fpStackEntry)(head.Load()); e != nil; e = e.next {
-		if e.hash == h && e.key == key && e.flag == flag && e.physIs(phys) {
+		if e.hash == h && e.key == key && e.flag == flag && eqslice(e.phys(), phys) {
 			return e
 		}
 	}
@@ -139,11 +101,7 @@ func (t *fpStackTab) insert(h uintptr, phys []uintptr, key uintptr, flag bool, l
 	if e := t.lookup(h, phys, key, flag); e != nil {
 		return e
 	}
-	tail := 0
-	if t.bucketTails && b != nil {
-		tail = commonTail(phys, b)
-	}
-	size := unsafe.Sizeof(fpStackEntry{}) + uintptr(len(phys)-tail+len(logic))*goarch.PtrSize
+	size := unsafe.Sizeof(fpStackEntry{}) + uintptr(len(phys)+len(logic))*goarch.PtrSize
 	if t.maxBytes != 0 && t.bytes.Load()+size > t.maxBytes {
 		return nil
 	}
@@ -168,9 +126,8 @@ func (t *fpStackTab) insert(h uintptr, phys []uintptr, key uintptr, flag bool, l
 	e.bucket = b
 	e.slow = slow
 	e.nphys = uint32(len(phys))
-	e.ntail = uint32(tail)
 	e.nlogic = uint32(len(logic))
-	copy(e.stored(), phys)
+	copy(e.phys(), phys)
 	copy(e.logic(), logic)
 	for {
 		old := head.Load()

@@ -94,49 +94,30 @@ func TestFPStackHash(t *testing.T) {
 	}
 }
 
-// TestFPStackTabTails checks that an entry of a table that shares tails
-// stores only the physical PCs its bucket's stack does not end with, and
-// that lookups still compare every PC: a stack that differs in the shared
-// tail, in the stored part or in length finds nothing.
-func TestFPStackTabTails(t *testing.T) {
-	pcs := func(base uintptr, n int) []uintptr {
-		s := make([]uintptr, n)
-		for i := range s {
-			s[i] = base + uintptr(i)*0x40
-		}
-		return s
+// TestFPStackTabEntry checks that a stack table entry stores the whole
+// physical stack, and that lookups compare every PC: a stack that differs
+// in any PC or in length finds nothing.
+func TestFPStackTabEntry(t *testing.T) {
+	phys := make([]uintptr, 33)
+	for i := range phys {
+		phys[i] = 0x401000 + uintptr(i)*0x40
 	}
-	top, logic := pcs(0x401000, 3), pcs(0x402000, 30)
-	phys := append(slices.Clone(top), logic...)
-	inlined := slices.Clone(logic) // the bucket's stack has an inlined call at 10
-	inlined = slices.Insert(inlined, 10, 0x409001)
-	truncated := logic[:20] // cut at the profile's depth: no common end
-	for _, c := range []struct {
-		name   string
-		stk    []uintptr
-		stored int // PCs the entry must store
-	}{
-		{"logical stack", logic, len(top)},
-		{"inlined call", inlined, len(top) + 10},
-		{"truncated", truncated, len(phys)},
-	} {
-		others := [][]uintptr{phys[:len(phys)-1], append(slices.Clone(phys), 0x403000)}
-		for _, i := range []int{0, len(top), len(phys) - 1} {
-			o := slices.Clone(phys)
-			o[i]++
-			others = append(others, o)
-		}
-		bytes, found, miss := runtime.FPStackTabTails(phys, c.stk, others)
-		if want := runtime.FPStackEntryHeader + uintptr(c.stored)*goarch.PtrSize; bytes != want {
-			t.Errorf("%s: the entry took %d bytes, want %d (%d PCs stored)", c.name, bytes, want, c.stored)
-		}
-		if !found {
-			t.Errorf("%s: the stack does not find its bucket", c.name)
-		}
-		for i, m := range miss {
-			if !m {
-				t.Errorf("%s: %#x found the entry of %#x", c.name, others[i], phys)
-			}
+	others := [][]uintptr{phys[:len(phys)-1], append(slices.Clone(phys), 0x403000)}
+	for _, i := range []int{0, 3, len(phys) - 1} {
+		o := slices.Clone(phys)
+		o[i]++
+		others = append(others, o)
+	}
+	bytes, found, miss := runtime.FPStackTabEntry(phys, others)
+	if want := runtime.FPStackEntryHeader + uintptr(len(phys))*goarch.PtrSize; bytes != want {
+		t.Errorf("the entry took %d bytes, want %d", bytes, want)
+	}
+	if !found {
+		t.Error("the stack does not find its entry")
+	}
+	for i, m := range miss {
+		if !m {
+			t.Errorf("%#x found the entry of %#x", others[i], phys)
 		}
 	}
 }

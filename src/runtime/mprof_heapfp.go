@@ -46,9 +46,8 @@ import "unsafe"
 // the slow path (see mprof_fpstktab.go). Its 65536 chains (512 KB of
 // heads, touched as stacks arrive) keep them short where the index
 // (mprof_fpindex.go) overflows: with tens of thousands of stacks, each
-// entry passed on a chain was one more wait for memory. An entry stores
-// only the PCs its bucket's stack does not end with (bucketTails).
-var memProfStacks = fpStackTab{name: "heap profile stack table", nbuckets: 1 << 16, bucketTails: true}
+// entry passed on a chain was one more wait for memory.
+var memProfStacks = fpStackTab{name: "heap profile stack table", nbuckets: 1 << 16}
 
 // fpOSStackSlack is how far above g0.stack.hi the frames of a thread's
 // root functions may lie on an OS-allocated stack.

@@ -19,10 +19,11 @@ type mechanism struct {
 
 // mechanisms are measured in this order. Each edit restores what the code
 // did before the mechanism: the chained table alone, callers() to confirm
-// a new stack, an entry at a stack's first sighting, the full expansion of every PC, whole physical stacks in
-// entries, persistentalloc for buckets, the profile locks for every sample
-// and free, the fixalloc and a walk from the head of the span's specials,
-// a flush of every bucket, the read prefetch, and no prefetching pass.
+// a new stack, an entry at a stack's first sighting, the full expansion
+// of every PC, persistentalloc for buckets, the profile locks for every
+// sample and free, the fixalloc and a walk from the head of the span's
+// specials, a flush of every bucket, the read prefetch, and no
+// prefetching pass.
 var mechanisms = []mechanism{
 	{
 		name:  "index",
@@ -62,14 +63,6 @@ var mechanisms = []mechanism{
 		what:  "the cache of plain return PCs, which skip the expansion",
 		edits: []edit{
 			{"mprof_fpwalk.go", "\treturn fpPlainPCs[fpPCSlot(pc)].Load() == pc", "\treturn false && fpPlainPCs[fpPCSlot(pc)].Load() == pc"},
-		},
-	},
-	{
-		name:  "tails",
-		patch: "0017, 0019",
-		what:  "entries that share their stack's tail with the bucket",
-		edits: []edit{
-			{"mprof_heapfp.go", "bucketTails: true}", "bucketTails: false}"},
 		},
 	},
 	{
