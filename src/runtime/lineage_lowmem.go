@@ -24,13 +24,13 @@ import (
 // hint below the heap: a core holds them right after the executable's data,
 // before the heap. Without a randomized heap base the heap starts at
 // 0x00c0<<32, and the chunks end at 0x00bf<<32. With one (the default since
-// Go 1.26), the heap starts at a random address below 1<<46 on amd64,
-// below 0x00bf<<32 in about one process of 86; the chunks then end at the heap's lowest arena, read
-// once when the first chunk is mapped, in schedinit. The hint only asks:
-// where the kernel cannot honour it the chunk lands elsewhere, as
-// persistentalloc's would, and nothing depends on the address. Builds with
-// a sanitizer keep persistentalloc, whose memory the sanitizers' layouts
-// expect.
+// Go 1.26), the heap starts at a random address below 1<<46 on amd64, below
+// 0x00bf<<32 in about one process of 86; the chunks then end at the heap's
+// lowest arena, read once when the first chunk is mapped, in schedinit. The
+// hint only asks: where the kernel cannot honour it the chunk lands
+// elsewhere, as persistentalloc's would, and nothing depends on the address.
+// Builds with a sanitizer keep persistentalloc, whose memory the sanitizers'
+// layouts expect.
 //
 // Like persistentalloc's, the memory is never freed (regions of exited Ms
 // are reused, blocks live as long as the process).
