@@ -10,7 +10,8 @@ import (
 )
 
 // LineageLowRange is where lineageLowAlloc asks for its first chunks:
-// [lo, hi), below the heap's start as this process found it. It is empty where lineageLowAlloc keeps persistentalloc.
+// [lo, hi), below the heap's start as this process found it. It is empty
+// where lineageLowAlloc keeps persistentalloc.
 func LineageLowRange() (lo, hi uintptr) {
 	if GOOS != "linux" || unsafe.Sizeof(uintptr(0)) != 8 || raceenabled || asanenabled || msanenabled {
 		return 0, 0
