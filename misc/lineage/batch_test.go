@@ -281,7 +281,9 @@ func TestGoroutineStacksBatch(t *testing.T) {
 		byID[g.ID] = g
 	}
 	deepPC := reflect.ValueOf(deep).Pointer()
+	const deepName = "fpsafe.dev/misc/lineage_test.deep"
 	compared := 0
+	var moved []uint64 // goroutines not the test's whose stacks differed
 	for _, g := range batch.Goroutines {
 		o := byID[g.ID]
 		if o == nil || o.State != lineage.StateWaiting || g.State != lineage.StateWaiting || g.WaitReason != o.WaitReason {
@@ -293,12 +295,20 @@ func TestGoroutineStacksBatch(t *testing.T) {
 			continue
 		}
 		if !reflect.DeepEqual(one, g.Stack) {
+			if g.Start.Function != deepName {
+				// The runtime's and the testing package's goroutines
+				// may run between the two reads, and park again
+				// elsewhere with the same wait reason (a mark worker
+				// does). The test's own cannot.
+				moved = append(moved, g.ID)
+				continue
+			}
 			t.Errorf("goroutine %d: the batch read's stack differs from its own read's:\n%v\n%v", g.ID, g.Stack, one)
 		}
 		if g.StackErr != nil {
 			t.Errorf("goroutine %d: %v", g.ID, g.StackErr)
 		}
-		if g.Start.Function == "fpsafe.dev/misc/lineage_test.deep" {
+		if g.Start.Function == deepName {
 			// go deep(s, 20) starts in a wrapper that calls deep.
 			if g.Start.PC != uint64(deepPC) || !strings.Contains(g.Wrapper.Function, ".gowrap") || g.Wrapper.PC == 0 {
 				t.Errorf("goroutine %d: Start %+v (want PC %#x), Wrapper %+v", g.ID, g.Start, deepPC, g.Wrapper)
@@ -311,6 +321,36 @@ func TestGoroutineStacksBatch(t *testing.T) {
 	}
 	if compared < n*9/10 {
 		t.Errorf("compared %d of %d parked goroutines", compared, n)
+	}
+	// A goroutine that differed must agree in a later pair of reads made
+	// back to back: one that always differs is the SDK's fault, not the
+	// goroutine's.
+	if len(moved) > 0 {
+		t.Logf("goroutines %v (not the test's) differed between the reads; reading them again", moved)
+	}
+	for round := 0; len(moved) > 0 && round < 5; round++ {
+		again, err := p.GoroutineStacks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[uint64]*lineage.Goroutine{}
+		for _, g := range again.Goroutines {
+			byID[g.ID] = g
+		}
+		still := moved[:0]
+		for _, id := range moved {
+			g := byID[id]
+			if g == nil || g.State != lineage.StateWaiting {
+				continue // it ended or runs: nothing to compare
+			}
+			if one, err := p.Stack(ctx, g); err != nil || !reflect.DeepEqual(one, g.Stack) {
+				still = append(still, id)
+				if round == 4 {
+					t.Errorf("goroutine %d: the batch read's stack differs from its own read's in 5 further pairs of reads:\n%v\n%v (%v)", id, g.Stack, one, err)
+				}
+			}
+		}
+		moved = still
 	}
 	runtime.KeepAlive(s)
 }
