@@ -66,9 +66,17 @@ var mechanisms = []mechanism{
 		},
 	},
 	{
+		name:  "huge",
+		patch: "0029",
+		what:  "bucket chunks after the first made of a huge page",
+		edits: []edit{
+			{"mprof_bucketalloc.go", "\th := physHugePageSize\n", "\th := uintptr(0)\n"},
+		},
+	},
+	{
 		name:  "populate",
 		patch: "0029",
-		what:  "bucket chunks whose pages the kernel fills in one call",
+		what:  "bucket chunks of their own, whose pages the kernel fills in one call",
 		edits: []edit{
 			{"mprof_bucketalloc.go",
 				"\tassertLockHeld(&profInsertLock)\n",
