@@ -7,6 +7,7 @@
 package runtime
 
 import (
+	"internal/goarch"
 	"unsafe"
 )
 
@@ -16,6 +17,19 @@ import (
 type FPIndex struct {
 	t   fpIndex
 	tab fpStackTab
+}
+
+// Free unmaps the index's slots and its table's chain heads, so that the
+// next insert into each maps them again.
+func (x *FPIndex) Free() {
+	if p := x.t.slots.Load(); p != nil {
+		sysFree(p, fpIndexSlots*unsafe.Sizeof(fpIndexSlot{}), &memstats.buckhash_sys)
+		x.t.slots.StoreNoWB(nil)
+	}
+	if p := x.tab.buckets.Load(); p != nil {
+		sysFree(p, x.tab.nbuckets*goarch.PtrSize, &memstats.buckhash_sys)
+		x.tab.buckets.StoreNoWB(nil)
+	}
 }
 
 // FPIndexBase is the smallest PC a slot can hold.

@@ -7,7 +7,10 @@
 
 package runtime
 
-import "unsafe"
+import (
+	"internal/goarch"
+	"unsafe"
+)
 
 // FPStackHash is the hash the profiles' stack tables and index use.
 func FPStackHash(stk []uintptr, extra uintptr) uintptr { return fpStackHash(stk, extra) }
@@ -43,9 +46,22 @@ func FPStackTabEntry(phys []uintptr, others [][]uintptr) (bytes uintptr, found b
 	return tab.bytes.Load(), e != nil && e.slow, othersMiss
 }
 
-// fpStackTabTest is FPStackTabEntry's table, new at each call (the old
-// one's memory is not reused).
+// fpStackTabTest is FPStackTabEntry's and FPStackTabFirstInsert's table,
+// new at each call (the old one's memory is not reused).
 var fpStackTabTest fpStackTab
+
+// FPStackTabFirstInsert inserts phys into a new table, which maps its
+// chain heads for it, reports whether phys then finds its entry, and
+// unmaps the heads.
+func FPStackTabFirstInsert(phys []uintptr) bool {
+	tab := &fpStackTabTest
+	*tab = fpStackTab{name: "test", nbuckets: 1 << 4}
+	h := fpStackHash(phys, 1)
+	tab.insert(h, phys, 1, false, nil, nil, false)
+	found := tab.lookup(h, phys, 1, false) != nil
+	sysFree(tab.buckets.Load(), tab.nbuckets*goarch.PtrSize, &memstats.buckhash_sys)
+	return found
+}
 
 // FPStackEntryHeader is the size of a stack table entry without its PCs.
 const FPStackEntryHeader = unsafe.Sizeof(fpStackEntry{})

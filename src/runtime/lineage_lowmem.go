@@ -93,28 +93,36 @@ func lineageLowAlloc(size, align uintptr) unsafe.Pointer {
 		// the heap's start before taking l.lock, a leaf.
 		atomic.Casuintptr(&l.top, 0, lineageLowTop(lineageHeapStart()))
 	}
-	lock(&l.lock)
-	off := alignUp(l.off, align)
-	if l.base == 0 || off+size > lineageLowChunk {
-		if l.hint == 0 {
-			l.hint = l.top
+	var p unsafe.Pointer
+	// On the system stack: l.lock is a leaf, and the stack must not grow
+	// while it is held (newm runs this on a goroutine's stack).
+	systemstack(func() {
+		lock(&l.lock)
+		off := alignUp(l.off, align)
+		if l.base == 0 || off+size > lineageLowChunk {
+			if l.hint == 0 {
+				l.hint = l.top
+			}
+			l.hint -= lineageLowChunk
+			c := sysReserve(unsafe.Pointer(l.hint), lineageLowChunk, "lineage")
+			if c == nil {
+				unlock(&l.lock)
+				return
+			}
+			sysMap(c, lineageLowChunk, &memstats.other_sys, "lineage")
+			sysUsed(c, lineageLowChunk, lineageLowChunk)
+			l.base, off = uintptr(c), 0
+			if uintptr(c) != l.hint {
+				// The kernel chose: ask below this chunk next time.
+				l.hint = uintptr(c)
+			}
 		}
-		l.hint -= lineageLowChunk
-		p := sysReserve(unsafe.Pointer(l.hint), lineageLowChunk, "lineage")
-		if p == nil {
-			unlock(&l.lock)
-			return persistentalloc(size, align, &memstats.other_sys)
-		}
-		sysMap(p, lineageLowChunk, &memstats.other_sys, "lineage")
-		sysUsed(p, lineageLowChunk, lineageLowChunk)
-		l.base, off = uintptr(p), 0
-		if uintptr(p) != l.hint {
-			// The kernel chose: ask below this chunk next time.
-			l.hint = uintptr(p)
-		}
+		l.off = off + size
+		p = unsafe.Pointer(l.base + off)
+		unlock(&l.lock)
+	})
+	if p == nil {
+		return persistentalloc(size, align, &memstats.other_sys)
 	}
-	l.off = off + size
-	p := unsafe.Pointer(l.base + off)
-	unlock(&l.lock)
 	return p
 }

@@ -214,3 +214,29 @@ func TestFPStackHashSpread(t *testing.T) {
 		t.Errorf("%d of %d stacks left out of the index of %d slots; a random hash leaves about 250", left, stacks, runtime.FPIndexSlots)
 	}
 }
+
+// TestFPIndexFirstInsertGrowingStack makes the first insert into an
+// index, which maps its slots under the index's lock, at every depth of a
+// new goroutine's stack in steps of 64 bytes (see
+// TestFPStackTabFirstInsertGrowingStack: the lock is a leaf, and the
+// lockrank step fails if the stack grows while it is held).
+func TestFPIndexFirstInsertGrowingStack(t *testing.T) {
+	phys := fpIndexStack(1, 4)
+	for depth := range 512 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			atStackDepth(depth, func() {
+				var x runtime.FPIndex
+				defer x.Free()
+				if !x.Insert(0x1234, phys, 64, false, fpIndexTag(1)) {
+					t.Errorf("depth %d: the first insert into an empty index failed", depth)
+				}
+				if tag, st := x.Lookup(0x1234, phys, 64, false); st != runtime.FPIndexFound || tag != fpIndexTag(1) {
+					t.Errorf("depth %d: lookup: tag %#x status %d after the insert", depth, tag, st)
+				}
+			})
+		}()
+		<-done
+	}
+}

@@ -107,15 +107,19 @@ func (t *fpStackTab) insert(h uintptr, phys []uintptr, key uintptr, flag bool, l
 	}
 	head := t.head(h)
 	if head == nil {
-		lock(&t.lock)
-		if t.buckets.Load() == nil {
-			tab := sysAlloc(t.nbuckets*goarch.PtrSize, &memstats.buckhash_sys, t.name)
-			if tab == nil {
-				throw("runtime: cannot allocate memory")
+		// On the system stack: t.lock is a leaf, and the stack must not
+		// grow while it is held.
+		systemstack(func() {
+			lock(&t.lock)
+			if t.buckets.Load() == nil {
+				tab := sysAlloc(t.nbuckets*goarch.PtrSize, &memstats.buckhash_sys, t.name)
+				if tab == nil {
+					throw("runtime: cannot allocate memory")
+				}
+				t.buckets.StoreNoWB(tab)
 			}
-			t.buckets.StoreNoWB(tab)
-		}
-		unlock(&t.lock)
+			unlock(&t.lock)
+		})
 		head = t.head(h)
 	}
 	t.bytes.Add(size)

@@ -121,3 +121,39 @@ func TestFPStackTabEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestFPStackTabFirstInsertGrowingStack makes the first insert into a
+// table, which maps its chain heads under the table's lock, at every
+// depth of a new goroutine's stack in steps of 64 bytes. The lock is a
+// leaf: in a runtime built with GOEXPERIMENT=staticlockranking (all.bash's
+// lockrank step), growing the stack while it is held throws "lock ordering
+// problem".
+func TestFPStackTabFirstInsertGrowingStack(t *testing.T) {
+	phys := []uintptr{0x401000, 0x401040, 0x401080}
+	for depth := range 512 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			atStackDepth(depth, func() {
+				if !runtime.FPStackTabFirstInsert(phys) {
+					t.Errorf("depth %d: the stack does not find the entry it inserted", depth)
+				}
+			})
+		}()
+		<-done
+	}
+}
+
+// atStackDepth calls f below n frames of 64 bytes or more.
+//
+//go:noinline
+func atStackDepth(n int, f func()) {
+	var pad [8]uintptr
+	pad[n%8] = uintptr(n)
+	if n == 0 {
+		f()
+	} else {
+		atStackDepth(n-1, f)
+	}
+	runtime.KeepAlive(&pad)
+}
