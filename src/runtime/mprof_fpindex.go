@@ -10,16 +10,18 @@
 // program has thousands of stacks, and the second waits for the first
 // (doc/profiling-fp.md has the measurements).
 //
-// memProfIndex keeps the same mapping in place: an array of 16384 slots of
+// memProfIndex keeps the same mapping in place: an array of 32768 slots of
 // two cache lines, each holding the key, the bucket and the physical stack
 // itself, up to 24 frames, as 32-bit offsets from the start of the first
 // module's text. A lookup reads the slot the hash picks, both of whose
 // lines its caller prefetched together (prefetch), and the next slots on
 // a collision, so it waits for memory once. The comparison is exact, as
-// the chained table's. The slots take 2 MB of address space, whose pages
-// are touched as stacks arrive (upstream's bucket hash takes 1.4 MB).
-// Larger slots, for deeper stacks, mean more pages and more TLB misses on
-// many stacks.
+// the chained table's. The slots take 4 MB of address space, whose pages
+// are touched as stacks arrive (upstream's bucket hash takes 1.4 MB): a
+// program with tens of thousands of stacks fills the probe windows of a
+// smaller index, and a stack left out of it waits for memory twice in the
+// chained table. Larger slots, for deeper stacks, mean more pages and more
+// TLB misses on many stacks.
 //
 // A stack enters the index when it is found in the chained table, where
 // an earlier sighting put it: a program's rare stacks (the allocations
@@ -44,7 +46,7 @@ import (
 )
 
 const (
-	fpIndexSlots = 1 << 14 // slots in memProfIndex
+	fpIndexSlots = 1 << 15 // slots in memProfIndex
 	fpIndexPCs   = 24      // physical frames a slot holds
 	fpIndexProbe = 4       // slots a lookup or insert examines
 )

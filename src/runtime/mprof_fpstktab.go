@@ -80,6 +80,13 @@ func (t *fpStackTab) head(h uintptr) *atomic.UnsafePointer {
 	return (*atomic.UnsafePointer)(add(tab, (h&(t.nbuckets-1))*goarch.PtrSize))
 }
 
+// prefetch starts fetching the chain head where a lookup of hash h begins.
+func (t *fpStackTab) prefetch(h uintptr) {
+	if head := t.head(h); head != nil {
+		sys.Prefetch(uintptr(unsafe.Pointer(head)))
+	}
+}
+
 // lookup returns the entry for phys, key and flag, whose hash is h, or nil.
 func (t *fpStackTab) lookup(h uintptr, phys []uintptr, key uintptr, flag bool) *fpStackEntry {
 	head := t.head(h)

@@ -106,11 +106,14 @@ func mProf_MallocFP(mp *m, p unsafe.Pointer, size uintptr) (*bucket, *specialpro
 	}
 	phys := sc.phys[:n]
 	h := fpStackHash(phys, size^mode<<1)
-	// The stack's slot in the index is most likely not in the caches: ask
-	// for it, and attach the object's profile record, which waits for
-	// memory of its own, while it comes. mProf_Malloc sets the record's
-	// bucket; until then nothing reads it (the object cannot be swept).
+	// The stack's slot in the index is most likely not in the caches, nor
+	// is its chain head in the stack table, where a stack the index cannot
+	// hold is found: ask for both, and attach the object's profile record,
+	// which waits for memory of its own, while they come. mProf_Malloc
+	// sets the record's bucket; until then nothing reads it (the object
+	// cannot be swept).
 	memProfIndex.prefetch(h, len(phys))
+	memProfStacks.prefetch(h)
 	var sp *specialprofile
 	systemstack(func() {
 		sp = setprofilebucket(p, nil)

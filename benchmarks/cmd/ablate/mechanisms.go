@@ -17,8 +17,15 @@ type mechanism struct {
 	edits   []edit
 }
 
+// The edits of slots and chainhead, which spill makes together.
+var (
+	halfSlots   = edit{"mprof_fpindex.go", "\tfpIndexSlots = 1 << 15 ", "\tfpIndexSlots = 1 << 14 "}
+	noChainHead = edit{"mprof_heapfp.go", "\tmemProfStacks.prefetch(h)\n", ""}
+)
+
 // mechanisms are measured in this order. Each edit restores what the code
-// did before the mechanism: the chained table alone, callers() to confirm
+// did before the mechanism: the chained table alone, an index of half the
+// slots, no prefetch of the chain head, callers() to confirm
 // a new stack, an entry at a stack's first sighting, the full expansion
 // of every PC, persistentalloc for buckets, the profile locks for every
 // sample and free, the fixalloc and a walk from the head of the span's
@@ -38,6 +45,24 @@ var mechanisms = []mechanism{
 				"func (t *fpIndex) prefetch(h uintptr, n int) {\n",
 				"func (t *fpIndex) prefetch(h uintptr, n int) {\n\tif true {\n\t\treturn\n\t}\n"},
 		},
+	},
+	{
+		name:  "slots",
+		patch: "0018",
+		what:  "an index of 32768 slots instead of 16384",
+		edits: []edit{halfSlots},
+	},
+	{
+		name:  "chainhead",
+		patch: "0019",
+		what:  "prefetching the stack table's chain head with the index slot",
+		edits: []edit{noChainHead},
+	},
+	{
+		name:  "spill",
+		patch: "0018, 0019",
+		what:  "slots and chainhead together: the stacks the index leaves out",
+		edits: []edit{halfSlots, noChainHead},
 	},
 	{
 		name:  "exact",
