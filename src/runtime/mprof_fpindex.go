@@ -166,21 +166,8 @@ func (t *fpIndex) insert(h uintptr, phys []uintptr, key uintptr, flag bool, b *b
 		return false
 	}
 	if t.slots.Load() == nil {
-		// On the system stack: t.lock is a leaf, and the stack must not
-		// grow while it is held.
-		systemstack(func() {
-			lock(&t.lock)
-			if t.slots.Load() == nil {
-				size := fpIndexSlots * unsafe.Sizeof(fpIndexSlot{})
-				p := sysAlloc(size, &memstats.buckhash_sys, "heap profile stack index")
-				if p == nil {
-					throw("runtime: cannot allocate memory")
-				}
-				// sysAlloc returns whole pages, so the slots are line-aligned.
-				t.slots.StoreNoWB(p)
-			}
-			unlock(&t.lock)
-		})
+		// sysAlloc returns whole pages, so the slots are line-aligned.
+		fpMapOnce(&t.slots, &t.lock, fpIndexSlots*unsafe.Sizeof(fpIndexSlot{}), "heap profile stack index")
 	}
 	h |= 1
 	base := fpIndexBase()

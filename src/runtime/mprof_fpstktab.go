@@ -101,6 +101,24 @@ func (t *fpStackTab) lookup(h uintptr, phys []uintptr, key uintptr, flag bool) *
 	return nil
 }
 
+// fpMapOnce stores into *p, if it is nil, size bytes of zeroed memory
+// mapped for the profiles' tables under name. It runs on the system stack:
+// l, which serializes the mapping, is a leaf, and the stack must not grow
+// while it is held.
+func fpMapOnce(p *atomic.UnsafePointer, l *mutex, size uintptr, name string) {
+	systemstack(func() {
+		lock(l)
+		if p.Load() == nil {
+			m := sysAlloc(size, &memstats.buckhash_sys, name)
+			if m == nil {
+				throw("runtime: cannot allocate memory")
+			}
+			p.StoreNoWB(m)
+		}
+		unlock(l)
+	})
+}
+
 // insert publishes an entry for phys, key and flag, whose hash is h, that
 // maps to logic and b, or says slow. It returns the entry, an equal one
 // published before, or nil if the table is full.
@@ -114,19 +132,7 @@ func (t *fpStackTab) insert(h uintptr, phys []uintptr, key uintptr, flag bool, l
 	}
 	head := t.head(h)
 	if head == nil {
-		// On the system stack: t.lock is a leaf, and the stack must not
-		// grow while it is held.
-		systemstack(func() {
-			lock(&t.lock)
-			if t.buckets.Load() == nil {
-				tab := sysAlloc(t.nbuckets*goarch.PtrSize, &memstats.buckhash_sys, t.name)
-				if tab == nil {
-					throw("runtime: cannot allocate memory")
-				}
-				t.buckets.StoreNoWB(tab)
-			}
-			unlock(&t.lock)
-		})
+		fpMapOnce(&t.buckets, &t.lock, t.nbuckets*goarch.PtrSize, t.name)
 		head = t.head(h)
 	}
 	t.bytes.Add(size)
